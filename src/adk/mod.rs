@@ -1,0 +1,458 @@
+//! The ADK memory seam: `InMemoryMemoryService` semantics (google-adk 2.13.0) over the store.
+//!
+//! Storage: every stored event is an episode of type `event` (primary text = its searchable
+//! text). The `adk` column family keeps, per namespace, the session buckets (position in
+//! first-insertion order and the next sequence number), the order entries
+//! `(bucket position, sequence) -> episode` that define the tie order of search, and the
+//! `delete_memory` tombstones. All of it is written in the same batch as the episodes.
+
+pub mod event;
+pub mod index;
+pub mod tables;
+pub mod timestamp;
+pub mod tokenizer;
+
+use crate::episodes::{EpisodeInput, Expiry, Pending};
+use crate::error::{Error, Result};
+use crate::json::{self, Fields};
+use crate::keys::{self, adk_tag, Namespace};
+use crate::mnem::Mnem;
+use crate::record::RecordView;
+use crate::store::{now_ms, CF_ADK};
+use event::AdkEvent;
+use index::{AdkIndex, MEMORY_BUCKET};
+use parking_lot::RwLock;
+use rocksdb::WriteBatch;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// ADK's bucket for events added without a session id.
+pub const UNKNOWN_SESSION_ID: &str = "__unknown_session_id__";
+/// Episode type of stored ADK events, and of ADK memories (`add_memory`).
+pub const EVENT_TYPE: &str = "event";
+pub const MEMORY_TYPE: &str = "memory";
+
+/// What `mnem_add_events` reads from its `custom_metadata` (other keys are ignored).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventOptions {
+    pub ttl_ms: Option<i64>,
+    pub tags: Vec<String>,
+    pub episode_type: Option<String>,
+}
+
+impl EventOptions {
+    pub fn parse(custom_metadata: &str) -> Result<EventOptions> {
+        if custom_metadata.trim().is_empty() {
+            return Ok(EventOptions::default());
+        }
+        let mut f = Fields::lenient(json::parse_object(custom_metadata).map_err(|e| e.context("custom_metadata"))?);
+        let ttl_ms = f.get::<i64>("ttl_ms", "an integer number of milliseconds")?;
+        if ttl_ms.is_some_and(|t| t <= 0) {
+            return Err(Error::invalid("custom_metadata: `ttl_ms` must be positive"));
+        }
+        let tags = f.get::<Vec<String>>("tags", "an array of strings")?.unwrap_or_default();
+        let episode_type = f.string("episode_type")?;
+        Ok(EventOptions { ttl_ms, tags, episode_type })
+    }
+}
+
+fn parse_events(jsonl: &str) -> Result<Vec<AdkEvent>> {
+    let now = now_ms() as f64 / 1000.0;
+    let mut out = Vec::new();
+    for (n, line) in json::lines(jsonl) {
+        if let Some(e) = event::parse_event(line, now).map_err(|e| e.context(format!("events_jsonl line {n}")))? {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Copy)]
+struct Bucket {
+    position: u32,
+    next_seq: u64,
+}
+
+fn decode_bucket(v: &[u8]) -> Result<Bucket> {
+    if v.len() != 12 {
+        return Err(Error::corruption("ADK bucket record is malformed"));
+    }
+    Ok(Bucket {
+        position: u32::from_le_bytes(v[..4].try_into().expect("4 bytes")),
+        next_seq: u64::from_le_bytes(v[4..].try_into().expect("8 bytes")),
+    })
+}
+
+fn encode_bucket(b: Bucket) -> Vec<u8> {
+    let mut v = b.position.to_le_bytes().to_vec();
+    v.extend_from_slice(&b.next_seq.to_le_bytes());
+    v
+}
+
+/// One ADK write in progress: episodes and `adk` keys staged into one batch.
+struct AdkWrite<'m> {
+    mnem: &'m Mnem,
+    pending: Pending<'m>,
+    batch: WriteBatch,
+    now: i64,
+    tombstones: HashMap<String, bool>,
+}
+
+impl<'m> AdkWrite<'m> {
+    fn new(mnem: &'m Mnem, ns: &Namespace) -> AdkWrite<'m> {
+        AdkWrite {
+            mnem,
+            pending: Pending::new(&mnem.store, ns),
+            batch: WriteBatch::default(),
+            now: now_ms(),
+            tombstones: HashMap::new(),
+        }
+    }
+
+    fn adk_get(&self, tag: u8, rest: &[u8]) -> Result<Option<Vec<u8>>> {
+        let key = keys::adk_key(self.pending.prefix(), tag, rest);
+        self.mnem.store.get_cf(self.pending.snapshot(), CF_ADK, &key)
+    }
+
+    fn adk_put(&mut self, tag: u8, rest: &[u8], value: &[u8]) {
+        let key = keys::adk_key(self.pending.prefix(), tag, rest);
+        self.batch.put_cf(self.mnem.store.cf(CF_ADK), key, value);
+    }
+
+    fn adk_delete(&mut self, tag: u8, rest: &[u8]) {
+        let key = keys::adk_key(self.pending.prefix(), tag, rest);
+        self.batch.delete_cf(self.mnem.store.cf(CF_ADK), key);
+    }
+
+    fn is_tombstoned(&mut self, id: &str) -> Result<bool> {
+        if let Some(&t) = self.tombstones.get(id) {
+            return Ok(t);
+        }
+        let t = self.adk_get(adk_tag::TOMBSTONE, id.as_bytes())?.is_some();
+        self.tombstones.insert(id.to_string(), t);
+        Ok(t)
+    }
+
+    /// The bucket of `session_id`, created at the end of the namespace's order if new.
+    fn bucket(&mut self, session_id: &str) -> Result<Bucket> {
+        if let Some(v) = self.adk_get(adk_tag::BUCKET, session_id.as_bytes())? {
+            return decode_bucket(&v);
+        }
+        let next = match self.adk_get(adk_tag::NAMESPACE, &[])? {
+            Some(v) => u32::from_le_bytes(
+                v.as_slice().try_into().map_err(|_| Error::corruption("ADK namespace record is malformed"))?,
+            ),
+            None => 0,
+        };
+        if next == MEMORY_BUCKET {
+            return Err(Error::invalid("this namespace has reached the maximum number of sessions"));
+        }
+        self.adk_put(adk_tag::NAMESPACE, &[], &(next + 1).to_le_bytes());
+        Ok(Bucket { position: next, next_seq: 0 })
+    }
+
+    /// Stage a new event episode at `(bucket, seq)`.
+    fn append(&mut self, ev: &AdkEvent, session_id: &str, bucket: u32, seq: u64, opts: &EventOptions) -> Result<Uuid> {
+        let input = EpisodeInput {
+            episode_type: opts.episode_type.clone().unwrap_or_else(|| EVENT_TYPE.to_string()),
+            tags: opts.tags.clone(),
+            primary: ev.text.clone(),
+            metadata: Some(ev.rest.clone()),
+            author: ev.author.clone(),
+            session_id: Some(session_id.to_string()),
+            event_id: Some(ev.id.clone()),
+            timestamp: Some(ev.timestamp),
+            expiry: opts.ttl_ms.map_or(Expiry::Never, Expiry::Ttl),
+            content: Some(ev.content.clone()),
+            ..EpisodeInput::default()
+        };
+        let id = self.pending.upsert(input, self.now)?;
+        self.adk_put(adk_tag::ORDER, &keys::order_suffix(bucket, seq), id.as_bytes());
+        Ok(id)
+    }
+
+    fn commit(mut self) -> Result<()> {
+        self.pending.write_into(&mut self.batch);
+        self.mnem.store.write(self.batch)?;
+        self.mnem.vectors.apply(self.pending.prefix(), self.pending.staged());
+        Ok(())
+    }
+}
+
+/// Does the stored episode already hold exactly this event (so a re-added session keeps it)?
+fn same_event(view: &RecordView<'_>, ev: &AdkEvent, now: i64) -> bool {
+    view.is_visible(now)
+        && view.episode_type == EVENT_TYPE
+        && view.event_id() == Some(ev.id.as_str())
+        && view.author() == ev.author.as_deref()
+        && view.timestamp().map(f64::to_bits) == Some(ev.timestamp.to_bits())
+        && view.content() == Some(ev.content.as_str())
+        && view.metadata == ev.rest
+        && view.primary == ev.text
+        && view.expires_at_ms().is_none()
+}
+
+impl Mnem {
+    /// The namespace's search index, built from storage on first use. `write_held` says the
+    /// caller holds `write_lock` already (a writer); otherwise it is taken for the build so
+    /// that no write lands between the snapshot and the index's publication.
+    fn adk_index(&self, ns: &Namespace, write_held: bool) -> Result<Arc<RwLock<AdkIndex>>> {
+        let prefix = ns.prefix();
+        if let Some(ix) = self.adk.read().get(&prefix) {
+            if !ix.read().wants_rebuild() {
+                return Ok(ix.clone());
+            }
+        }
+        let _guard = (!write_held).then(|| self.write_lock.lock());
+        if let Some(ix) = self.adk.read().get(&prefix) {
+            if !ix.read().wants_rebuild() {
+                return Ok(ix.clone());
+            }
+        }
+        let ix = Arc::new(RwLock::new(self.build_adk_index(ns)?));
+        self.adk.write().insert(prefix, ix.clone());
+        Ok(ix)
+    }
+
+    fn build_adk_index(&self, ns: &Namespace) -> Result<AdkIndex> {
+        let store = &self.store;
+        let snap = store.snapshot();
+        let prefix = ns.prefix();
+        let mut ix = AdkIndex::default();
+        let order_prefix = keys::adk_key(&prefix, adk_tag::ORDER, &[]);
+        let mut it = store.prefix_iter(&snap, CF_ADK, &order_prefix, &order_prefix);
+        let mut in_buckets = HashSet::new();
+        while it.valid() {
+            let key = it.key().expect("valid iterator");
+            let suffix = &key[order_prefix.len()..];
+            let value = it.value().expect("valid iterator");
+            if suffix.len() != 12 || value.len() != 16 {
+                return Err(Error::corruption("ADK order record is malformed"));
+            }
+            let bucket = u32::from_be_bytes(suffix[..4].try_into().expect("4 bytes"));
+            let seq = u64::from_be_bytes(suffix[4..].try_into().expect("8 bytes"));
+            let id = Uuid::from_bytes(value.try_into().expect("16 bytes"));
+            if let Some(bytes) = store.get_episode_raw(&snap, &prefix, &id)? {
+                let view = RecordView::parse(id, &bytes)?;
+                if !view.deleted() {
+                    index_view(&mut ix, &view, bucket, seq)?;
+                    in_buckets.insert(id);
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        let mut scan = store.scan_episodes(&snap, ns, None);
+        let mut seq = 0u64;
+        while let Some(view) = scan.next_view()? {
+            if !view.deleted()
+                && view.episode_type == MEMORY_TYPE
+                && view.content().is_some()
+                && !in_buckets.contains(&view.id)
+            {
+                index_view(&mut ix, &view, MEMORY_BUCKET, seq)?;
+                seq += 1;
+            }
+        }
+        Ok(ix)
+    }
+
+    /// `add_session_to_memory`: replace the bucket of `session_id` with the session's events
+    /// (those with content and parts, not tombstoned); the bucket keeps its position.
+    /// Returns the number of events the bucket now holds.
+    pub fn add_session(&self, ns: &Namespace, session_id: &str, events_jsonl: &str) -> Result<u64> {
+        self.store.check_writable()?;
+        let events = parse_events(events_jsonl)?;
+        let _w = self.write_lock.lock();
+        let ix = self.adk_index(ns, true)?;
+        let mut ix = ix.write();
+        let mut w = AdkWrite::new(self, ns);
+        let mut kept = Vec::with_capacity(events.len());
+        for ev in events {
+            if !w.is_tombstoned(&ev.id)? {
+                kept.push(ev);
+            }
+        }
+        let mut bucket = w.bucket(session_id)?;
+        let old: Vec<(Uuid, u64)> = ix.bucket(bucket.position).map(|e| (e.uuid, e.seq)).collect();
+        // Keep the longest unchanged prefix: agents re-add a growing session many times.
+        let mut same = 0;
+        while same < old.len() && same < kept.len() {
+            let bytes = self.store.get_episode_raw(w.pending.snapshot(), w.pending.prefix(), &old[same].0)?;
+            let unchanged = match &bytes {
+                Some(b) => same_event(&RecordView::parse(old[same].0, b)?, &kept[same], w.now),
+                None => false,
+            };
+            if !unchanged {
+                break;
+            }
+            same += 1;
+        }
+        for &(id, seq) in &old[same..] {
+            w.pending.tombstone(&id, w.now)?;
+            w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket.position, seq));
+        }
+        let mut added = Vec::new();
+        for ev in &kept[same..] {
+            let seq = bucket.next_seq;
+            bucket.next_seq += 1;
+            let id = w.append(ev, session_id, bucket.position, seq, &EventOptions::default())?;
+            added.push((id, seq));
+        }
+        w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
+        w.commit()?;
+        for &(id, _) in &old[same..] {
+            ix.remove(&id);
+        }
+        for (ev, (id, seq)) in kept[same..].iter().zip(added) {
+            ix.insert(id, bucket.position, seq, ev.id.clone(), &ev.text, None);
+        }
+        Ok(kept.len() as u64)
+    }
+
+    /// `add_events_to_memory`: append the events whose ids are neither in the bucket nor
+    /// earlier in the batch nor tombstoned (first write wins). Returns how many were added.
+    pub fn add_events(
+        &self,
+        ns: &Namespace,
+        session_id: &str,
+        events_jsonl: &str,
+        custom_metadata: &str,
+    ) -> Result<u64> {
+        self.store.check_writable()?;
+        let opts = EventOptions::parse(custom_metadata)?;
+        let events = parse_events(events_jsonl)?;
+        let session_id = if session_id.is_empty() { UNKNOWN_SESSION_ID } else { session_id };
+        let _w = self.write_lock.lock();
+        let ix = self.adk_index(ns, true)?;
+        let mut ix = ix.write();
+        let mut w = AdkWrite::new(self, ns);
+        let mut bucket = w.bucket(session_id)?;
+        let now = w.now;
+        let mut seen: HashSet<String> = ix
+            .bucket(bucket.position)
+            .filter(|e| e.expires_at_ms.is_none_or(|x| now < x))
+            .map(|e| e.memory_id.clone())
+            .collect();
+        let mut added = Vec::new();
+        for ev in &events {
+            if seen.contains(&ev.id) || w.is_tombstoned(&ev.id)? {
+                continue;
+            }
+            seen.insert(ev.id.clone());
+            let seq = bucket.next_seq;
+            bucket.next_seq += 1;
+            let id = w.append(ev, session_id, bucket.position, seq, &opts)?;
+            added.push((ev, id, seq));
+        }
+        w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
+        let expires = opts.ttl_ms.map(|t| now.saturating_add(t));
+        w.commit()?;
+        for (ev, id, seq) in &added {
+            ix.insert(*id, bucket.position, *seq, ev.id.clone(), &ev.text, expires);
+        }
+        Ok(added.len() as u64)
+    }
+
+    /// `delete_memory`: remove every event (and ADK memory) reported as `memory_id` from
+    /// every bucket of the namespace and tombstone the id for good. An empty id is a no-op;
+    /// an id that removes nothing records no tombstone. Returns how many were removed.
+    pub fn delete_memory(&self, ns: &Namespace, memory_id: &str) -> Result<u64> {
+        self.store.check_writable()?;
+        if memory_id.is_empty() {
+            return Ok(0);
+        }
+        let _w = self.write_lock.lock();
+        let ix = self.adk_index(ns, true)?;
+        let mut ix = ix.write();
+        let mut w = AdkWrite::new(self, ns);
+        let targets = ix.find_memory_id(memory_id);
+        for id in &targets {
+            w.pending.tombstone(id, w.now)?;
+        }
+        let positions: Vec<(u32, u64)> = targets
+            .iter()
+            .filter_map(|id| {
+                let e = ix_entry(&ix, id)?;
+                (e.0 != MEMORY_BUCKET).then_some(e)
+            })
+            .collect();
+        for (bucket, seq) in positions {
+            w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket, seq));
+        }
+        if !targets.is_empty() {
+            w.adk_put(adk_tag::TOMBSTONE, memory_id.as_bytes(), &[]);
+        }
+        w.commit()?;
+        for id in &targets {
+            ix.remove(id);
+        }
+        Ok(targets.len() as u64)
+    }
+
+    /// The ids of the events stored in a session's bucket, in order, or None when the
+    /// namespace has no such bucket (ADK's `_session_events[user][session_id]`).
+    pub fn session_event_ids(&self, ns: &Namespace, session_id: &str) -> Result<Option<Vec<String>>> {
+        let ix = self.adk_index(ns, false)?;
+        let ix = ix.read();
+        let snap = self.store.snapshot();
+        let key = keys::adk_key(&ns.prefix(), adk_tag::BUCKET, session_id.as_bytes());
+        let Some(v) = self.store.get_cf(&snap, CF_ADK, &key)? else { return Ok(None) };
+        let b = decode_bucket(&v)?;
+        let now = now_ms();
+        Ok(Some(
+            ix.bucket(b.position)
+                .filter(|e| e.expires_at_ms.is_none_or(|x| now < x))
+                .map(|e| e.memory_id.clone())
+                .collect(),
+        ))
+    }
+
+    /// `search_memory`: ADK's `SearchMemoryResponse` as JSON.
+    pub fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
+        let ix = self.adk_index(ns, false)?;
+        let ix = ix.read();
+        let snap = self.store.snapshot();
+        let now = now_ms();
+        let prefix = ns.prefix();
+        let mut out = Vec::with_capacity(1024);
+        out.extend_from_slice(b"{\"memories\":[");
+        let mut first = true;
+        for e in ix.search(query, now) {
+            let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &e.uuid)? else { continue };
+            let view = RecordView::parse(e.uuid, &bytes)?;
+            if !view.is_visible(now) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(b"{\"id\":");
+            json::push_str(&mut out, &e.memory_id);
+            out.extend_from_slice(b",\"content\":");
+            out.extend_from_slice(view.content().unwrap_or("null").as_bytes());
+            out.extend_from_slice(b",\"author\":");
+            json::push_opt_str(&mut out, view.author());
+            out.extend_from_slice(b",\"timestamp\":");
+            json::push_opt_str(&mut out, view.timestamp().and_then(timestamp::format_timestamp).as_deref());
+            out.extend_from_slice(b",\"custom_metadata\":{}}");
+        }
+        out.extend_from_slice(b"]}");
+        Ok(out)
+    }
+}
+
+fn ix_entry(ix: &AdkIndex, id: &Uuid) -> Option<(u32, u64)> {
+    ix.find_uuid(id).map(|e| (e.bucket, e.seq))
+}
+
+/// Index one stored episode: its ADK text is the text of its content's parts.
+fn index_view(ix: &mut AdkIndex, view: &RecordView<'_>, bucket: u32, seq: u64) -> Result<()> {
+    // Content that is not an ADK `Content` (a caller's own `memory` episode) has no ADK text.
+    let text = view.content().and_then(|c| event::content_text(c).ok().flatten()).unwrap_or_default();
+    let memory_id = view.event_id().map_or_else(|| view.id.to_string(), str::to_owned);
+    ix.insert(view.id, bucket, seq, memory_id, &text, view.expires_at_ms());
+    Ok(())
+}

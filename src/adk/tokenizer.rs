@@ -1,0 +1,180 @@
+//! ADK's tokenizer, exactly (google-adk 2.13.0 `in_memory_memory_service.py`, reference §1.2):
+//! NFC, Python `\w+` runs, per-token `str.lower()`, and for non-ASCII tokens the extra
+//! Latin/non-Latin runs of `itertools.groupby(word, _is_latin)`.
+
+use super::tables::{LATIN_RANGES, WORD_RANGES};
+use std::borrow::Cow;
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+
+fn in_ranges(table: &[(u32, u32)], c: char) -> bool {
+    let c = c as u32;
+    table
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Python's `re` `\w` for str patterns (general categories L*, N*, and `_`), Unicode 14.
+pub fn is_word(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphanumeric() || c == '_'
+    } else {
+        in_ranges(&WORD_RANGES, c)
+    }
+}
+
+/// ADK's `_is_latin`: ASCII alphanumerics and `_`, or a non-ASCII char named `LATIN…`.
+pub fn is_latin(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphanumeric() || c == '_'
+    } else {
+        in_ranges(&LATIN_RANGES, c)
+    }
+}
+
+/// `unicodedata.normalize('NFC', text)`, borrowing when already NFC.
+pub fn nfc(text: &str) -> Cow<'_, str> {
+    if is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfc().collect())
+    }
+}
+
+/// Python `str.lower()` (full mapping, Final_Sigma in context), ASCII fast path.
+pub fn lower(s: &str) -> Cow<'_, str> {
+    if s.is_ascii() {
+        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(s.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(s)
+        }
+    } else {
+        Cow::Owned(s.to_lowercase())
+    }
+}
+
+/// Maximal `\w` runs of already-normalized text.
+fn word_runs(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let start = rest.char_indices().find(|&(_, c)| is_word(c)).map(|(i, _)| i)?;
+        let tail = &rest[start..];
+        let end = tail.char_indices().find(|&(_, c)| !is_word(c)).map_or(tail.len(), |(i, _)| i);
+        let run = &tail[..end];
+        rest = &tail[end..];
+        Some(run)
+    })
+}
+
+/// `_extract_words_lower`: the distinct lowercased `\w+` tokens of NFC(text), sorted.
+pub fn words_lower(text: &str) -> Vec<String> {
+    let text = nfc(text);
+    let mut out: Vec<String> = word_runs(&text).map(|r| lower(r).into_owned()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// `_extract_searchable_words`: `words_lower`, plus the Latin/non-Latin runs of every
+/// non-ASCII token (tested after lowercasing). Distinct, sorted.
+pub fn searchable_words(text: &str) -> Vec<String> {
+    let mut words = words_lower(text);
+    let n = words.len();
+    for i in 0..n {
+        if words[i].is_ascii() {
+            continue;
+        }
+        let token = words[i].clone();
+        let mut start = 0;
+        let mut current: Option<bool> = None;
+        for (i, c) in token.char_indices() {
+            let l = is_latin(c);
+            if current.is_some_and(|p| p != l) {
+                words.push(token[start..i].to_string());
+                start = i;
+            }
+            current = Some(l);
+        }
+        words.push(token[start..].to_string());
+    }
+    if words.len() > n {
+        words.sort_unstable();
+        words.dedup();
+    }
+    words
+}
+
+/// The substring haystack: `unicodedata.normalize('NFC', text).lower()`.
+pub fn haystack(text: &str) -> String {
+    lower(&nfc(text)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+        v.sort();
+        v
+    }
+    fn sorted(mut v: Vec<String>) -> Vec<String> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn python_word_class_not_rust_alphanumeric() {
+        assert!(is_word('_') && is_word('²') && is_word('Ⅻ') && is_word('ह'));
+        assert!(!is_word('\u{093F}'), "Devanagari vowel sign is Mc, not \\w");
+        assert!(!is_word('\u{0301}') && !is_word('\u{203F}') && !is_word('-'));
+        assert!('\u{093F}'.is_alphanumeric(), "Rust's class differs: that is why we have tables");
+    }
+
+    #[test]
+    fn latin_rule_follows_unicode_names() {
+        for c in ['a', 'Z', '0', '_', 'é', 'ß', 'ẞ', 'ı', 'ﬁ', 'ₐ'] {
+            assert!(is_latin(c), "{c:?}");
+        }
+        for c in ['-', ' ', '\u{0301}', '\u{0307}', 'Ｐ', 'ʰ', 'ª', 'µ', '\u{212A}', 'я', '日'] {
+            assert!(!is_latin(c), "{c:?}");
+        }
+    }
+
+    // The probe table of the reference, §1.2.
+    #[test]
+    fn reference_probe_table() {
+        assert_eq!(sorted(searchable_words("हिन्दी भाषा")), set(&["द", "न", "भ", "ष", "ह"]));
+        assert_eq!(sorted(searchable_words("İstanbul")), set(&["i\u{307}stanbul", "i", "\u{307}", "stanbul"]));
+        assert_eq!(sorted(searchable_words("Straße")), set(&["straße"]));
+        assert_eq!(sorted(searchable_words("ẞ")), set(&["ß"]));
+        assert_eq!(
+            sorted(searchable_words("今日はPythonを勉強")),
+            set(&["今日はpythonを勉強", "今日は", "python", "を勉強"])
+        );
+        assert_eq!(sorted(searchable_words("2024年に")), set(&["2024年に", "2024", "年に"]));
+        assert_eq!(sorted(searchable_words("Ｐｙｔｈｏｎ")), set(&["ｐｙｔｈｏｎ"]));
+        assert_eq!(sorted(searchable_words("naïveテスト")), set(&["naïveテスト", "naïve", "テスト"]));
+        assert_eq!(sorted(searchable_words("ﬁnanceの")), set(&["ﬁnanceの", "ﬁnance", "の"]));
+        assert_eq!(sorted(searchable_words("Москваcity")), set(&["москваcity", "москва", "city"]));
+        assert_eq!(sorted(searchable_words("x²y")), set(&["x²y", "x", "²", "y"]));
+        assert_eq!(sorted(searchable_words("a‿b")), set(&["a", "b"]));
+    }
+
+    #[test]
+    fn nfc_before_tokens_and_sigma_per_token() {
+        assert_eq!(words_lower("Cafe\u{301}"), vec!["café"]);
+        assert_eq!(words_lower("café\u{301}x"), vec!["café", "x"]);
+        assert_eq!(words_lower("ΟΔΟΣ"), vec!["οδο\u{3c2}"]);
+        assert_eq!(words_lower("Beta,beta BETA"), vec!["beta"]);
+        assert_eq!(haystack("ΟΔΟΣ'Α"), "οδο\u{3c3}'α");
+    }
+}

@@ -1,0 +1,343 @@
+//! Writing episodes: parsing `mnem_put_episodes` lines, revisions, expiry and tombstones.
+
+use crate::error::{Error, Result};
+use crate::json::{self, Fields};
+use crate::keys::{self, Namespace};
+use crate::record::{Episode, RecordView};
+use crate::store::{now_ms, Store, CF_EPISODES};
+use rocksdb::{Snapshot, WriteBatch};
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// The type given to episodes written without `episode_type`.
+pub const DEFAULT_EPISODE_TYPE: &str = "episode";
+
+/// When an episode stops being visible.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Expiry {
+    Never,
+    At(i64),
+    /// Milliseconds after the write.
+    Ttl(i64),
+}
+
+impl Expiry {
+    pub fn resolve(self, now: i64) -> Result<Option<i64>> {
+        match self {
+            Expiry::Never => Ok(None),
+            Expiry::At(t) => Ok(Some(t)),
+            Expiry::Ttl(ttl) => now.checked_add(ttl).map(Some).ok_or_else(|| Error::invalid("`ttl_ms` is too large")),
+        }
+    }
+}
+
+/// An episode as a caller writes it: everything but the computed fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpisodeInput {
+    pub id: Option<Uuid>,
+    pub episode_type: String,
+    pub tags: Vec<String>,
+    pub primary: String,
+    pub secondary: String,
+    pub context: String,
+    pub metadata: Option<String>,
+    pub author: Option<String>,
+    pub session_id: Option<String>,
+    pub event_id: Option<String>,
+    pub timestamp: Option<f64>,
+    pub expiry: Expiry,
+    pub content: Option<String>,
+    pub embedding: Option<Vec<f32>>,
+}
+
+impl Default for EpisodeInput {
+    fn default() -> Self {
+        EpisodeInput {
+            id: None,
+            episode_type: DEFAULT_EPISODE_TYPE.to_string(),
+            tags: Vec::new(),
+            primary: String::new(),
+            secondary: String::new(),
+            context: String::new(),
+            metadata: None,
+            author: None,
+            session_id: None,
+            event_id: None,
+            timestamp: None,
+            expiry: Expiry::Never,
+            content: None,
+            embedding: None,
+        }
+    }
+}
+
+pub fn parse_uuid(s: &str, what: &str) -> Result<Uuid> {
+    Uuid::try_parse(s).map_err(|_| Error::invalid(format!("`{what}` is not a UUID: {s:?}")))
+}
+
+/// Parse one line of `mnem_put_episodes`.
+pub fn parse_episode_line(line: &str) -> Result<EpisodeInput> {
+    let mut f = Fields::strict(json::parse_object(line)?);
+    let mut e = EpisodeInput::default();
+    if let Some(id) = f.string("id")? {
+        e.id = Some(parse_uuid(&id, "id")?);
+    }
+    if let Some(t) = f.string("episode_type")? {
+        e.episode_type = t;
+    }
+    e.tags = f.get::<Vec<String>>("tags", "an array of strings")?.unwrap_or_default();
+    e.primary = f.string("primary")?.unwrap_or_default();
+    e.secondary = f.string("secondary")?.unwrap_or_default();
+    e.context = f.string("context")?.unwrap_or_default();
+    if let Some(m) = f.raw("metadata").filter(|m| m.get() != "null") {
+        if !m.get().starts_with('{') {
+            return Err(Error::invalid("`metadata` must be a JSON object"));
+        }
+        e.metadata = Some(m.get().to_string());
+    }
+    e.author = f.string("author")?;
+    e.session_id = f.string("session_id")?;
+    e.event_id = f.string("event_id")?;
+    e.timestamp = f.get::<f64>("timestamp", "a number")?;
+    let at = f.get::<i64>("expires_at_ms", "an integer (ms since the Unix epoch)")?;
+    let ttl = f.get::<i64>("ttl_ms", "an integer number of milliseconds")?;
+    e.expiry = match (at, ttl) {
+        (Some(_), Some(_)) => return Err(Error::invalid("give `expires_at_ms` or `ttl_ms`, not both")),
+        (Some(t), None) => Expiry::At(t),
+        (None, Some(ttl)) if ttl <= 0 => return Err(Error::invalid("`ttl_ms` must be positive")),
+        (None, Some(ttl)) => Expiry::Ttl(ttl),
+        (None, None) => Expiry::Never,
+    };
+    e.content = f.raw("content").filter(|c| c.get() != "null").map(|c| c.get().to_string());
+    e.embedding = f.get::<Vec<f32>>("embedding", "an array of numbers")?;
+    f.finish()?;
+    Ok(e)
+}
+
+/// Check an embedding and return its dimension.
+pub fn check_embedding(v: &[f32]) -> Result<u32> {
+    if v.is_empty() {
+        return Err(Error::invalid("`embedding` is empty"));
+    }
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(Error::invalid("`embedding` has a value that is not a finite f32"));
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        return Err(Error::invalid("`embedding` is the zero vector, which has no direction for cosine similarity"));
+    }
+    u32::try_from(v.len()).map_err(|_| Error::invalid("`embedding` is too long"))
+}
+
+/// Read-modify-write state of one write batch: episodes already changed in this batch are
+/// seen by later lines, so two lines with one id yield two revisions.
+pub(crate) struct Pending<'s> {
+    store: &'s Store,
+    snap: Snapshot<'s>,
+    prefix: Vec<u8>,
+    pub changed: HashMap<Uuid, Episode>,
+    order: Vec<Uuid>,
+}
+
+impl<'s> Pending<'s> {
+    pub fn new(store: &'s Store, ns: &Namespace) -> Pending<'s> {
+        Pending { store, snap: store.snapshot(), prefix: ns.prefix(), changed: HashMap::new(), order: Vec::new() }
+    }
+
+    pub fn snapshot(&self) -> &Snapshot<'s> {
+        &self.snap
+    }
+
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// The current state of `id`: changed in this batch, else stored.
+    pub fn current(&self, id: &Uuid) -> Result<Option<Episode>> {
+        if let Some(e) = self.changed.get(id) {
+            return Ok(Some(e.clone()));
+        }
+        match self.store.get_episode_raw(&self.snap, &self.prefix, id)? {
+            Some(bytes) => Ok(Some(RecordView::parse(*id, &bytes)?.to_episode()?)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn stage(&mut self, e: Episode) {
+        if !self.changed.contains_key(&e.id) {
+            self.order.push(e.id);
+        }
+        self.changed.insert(e.id, e);
+    }
+
+    /// Create or update `input`; returns the id.
+    pub fn upsert(&mut self, input: EpisodeInput, now: i64) -> Result<Uuid> {
+        let id = input.id.unwrap_or_else(Uuid::now_v7);
+        let prev = self.current(&id)?;
+        let (revision, created) = match &prev {
+            Some(p) if p.deleted => {
+                return Err(Error::invalid(format!("episode {id} was deleted; deleted ids are never reused")))
+            }
+            Some(p) => (p.revision + 1, p.created_at_ms),
+            None => (1, now),
+        };
+        let episode = Episode {
+            id,
+            revision,
+            deleted: false,
+            episode_type: input.episode_type,
+            tags: input.tags,
+            primary: input.primary,
+            secondary: input.secondary,
+            context: input.context,
+            metadata: input.metadata.unwrap_or_else(|| "{}".to_string()),
+            author: input.author,
+            session_id: input.session_id,
+            event_id: input.event_id,
+            timestamp: input.timestamp,
+            created_at_ms: created,
+            updated_at_ms: now,
+            expires_at_ms: input.expiry.resolve(now)?,
+            content: input.content,
+            embedding: input.embedding,
+        };
+        self.stage(episode);
+        Ok(id)
+    }
+
+    /// Tombstone `id`: a new revision that keeps only identity and bookkeeping, so deleted
+    /// text, content and vectors are gone from the store. False when absent or deleted.
+    pub fn tombstone(&mut self, id: &Uuid, now: i64) -> Result<bool> {
+        let Some(prev) = self.current(id)? else { return Ok(false) };
+        if prev.deleted {
+            return Ok(false);
+        }
+        self.stage(Episode {
+            id: *id,
+            revision: prev.revision + 1,
+            deleted: true,
+            episode_type: prev.episode_type,
+            tags: Vec::new(),
+            primary: String::new(),
+            secondary: String::new(),
+            context: String::new(),
+            metadata: "{}".to_string(),
+            author: None,
+            session_id: None,
+            event_id: None,
+            timestamp: None,
+            created_at_ms: prev.created_at_ms,
+            updated_at_ms: now,
+            expires_at_ms: None,
+            content: None,
+            embedding: None,
+        });
+        Ok(true)
+    }
+
+    /// Add every staged episode to `batch`, in staging order.
+    pub fn write_into(&self, batch: &mut WriteBatch) {
+        let cf = self.store.cf(CF_EPISODES);
+        for id in &self.order {
+            let e = &self.changed[id];
+            batch.put_cf(cf, keys::episode_key(&self.prefix, id), e.encode());
+        }
+    }
+
+    /// The staged episodes in staging order.
+    pub fn staged(&self) -> impl Iterator<Item = &Episode> {
+        self.order.iter().map(|id| &self.changed[id])
+    }
+}
+
+/// Parse a `mnem_put_episodes` buffer whole; errors name the line.
+pub fn parse_episode_lines(jsonl: &str) -> Result<Vec<EpisodeInput>> {
+    json::lines(jsonl).map(|(n, l)| parse_episode_line(l).map_err(|e| e.context(format!("line {n}")))).collect()
+}
+
+/// Parse a `mnem_delete_episodes` buffer: one JSON string UUID per line.
+pub fn parse_id_lines(jsonl: &str) -> Result<Vec<Uuid>> {
+    json::lines(jsonl)
+        .map(|(n, l)| {
+            let s: String = serde_json::from_str(l)
+                .map_err(|_| Error::invalid(format!("line {n}: expected a JSON string holding a UUID")))?;
+            parse_uuid(&s, "id").map_err(|e| e.context(format!("line {n}")))
+        })
+        .collect()
+}
+
+pub(crate) fn now() -> i64 {
+    now_ms()
+}
+
+impl crate::mnem::Mnem {
+    /// `mnem_put_episodes`: create or update every episode of the batch atomically; returns
+    /// the ids in input order.
+    pub fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+        self.store.check_writable()?;
+        let _w = self.write_lock.lock();
+        let mut pending = Pending::new(&self.store, ns);
+        let now = now();
+        let mut dim = self.vectors.dimension(&self.store, pending.snapshot(), ns)?;
+        let mut ids = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.into_iter().enumerate() {
+            let line = i + 1;
+            if let Some(v) = &input.embedding {
+                let d = check_embedding(v).map_err(|e| e.context(format!("line {line}")))?;
+                match dim {
+                    Some(expected) if expected != d => {
+                        return Err(Error::invalid(format!(
+                            "line {line}: `embedding` has {d} dimensions; this namespace's vectors have {expected}"
+                        )))
+                    }
+                    _ => dim = Some(d),
+                }
+            }
+            ids.push(pending.upsert(input, now).map_err(|e| e.context(format!("line {line}")))?);
+        }
+        let mut batch = WriteBatch::default();
+        pending.write_into(&mut batch);
+        self.vectors.stage_dimension(&self.store, &mut batch, ns, dim);
+        self.with_adk_invalidated(ns, || {
+            self.store.write(batch)?;
+            self.vectors.apply(pending.prefix(), pending.staged());
+            Ok(())
+        })?;
+        Ok(ids)
+    }
+
+    /// `mnem_delete_episodes`: tombstone the episodes; unknown and already deleted ids are
+    /// skipped. Returns how many were deleted.
+    pub fn delete_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<u64> {
+        self.store.check_writable()?;
+        let _w = self.write_lock.lock();
+        let mut pending = Pending::new(&self.store, ns);
+        let now = now();
+        let mut deleted = 0;
+        for id in ids {
+            deleted += u64::from(pending.tombstone(id, now)?);
+        }
+        if deleted == 0 {
+            return Ok(0);
+        }
+        let mut batch = WriteBatch::default();
+        pending.write_into(&mut batch);
+        self.with_adk_invalidated(ns, || {
+            self.store.write(batch)?;
+            self.vectors.apply(pending.prefix(), pending.staged());
+            Ok(())
+        })?;
+        Ok(deleted)
+    }
+
+    /// The visible episode `id`, if any.
+    pub fn get_episode(&self, ns: &Namespace, id: &Uuid) -> Result<Option<Episode>> {
+        let snap = self.store.snapshot();
+        match self.store.get_episode_raw(&snap, &ns.prefix(), id)? {
+            Some(bytes) => {
+                let e = Episode::decode(*id, &bytes)?;
+                Ok(e.is_visible(now()).then_some(e))
+            }
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,755 @@
+//! The C ABI (contract §2-6). Each function converts its arguments, delegates to `Mnem` and
+//! converts the result; no logic lives here. This module (with `sys`) holds all of mnem's
+//! `unsafe`.
+//!
+//! Conventions every function follows: a panic never crosses the boundary (it becomes
+//! `MNEM_STATUS_INTERNAL` and poisons the handle); NULL pointers and invalid UTF-8 are
+//! `MNEM_STATUS_INVALID_ARGUMENT`; outputs go to caller-owned buffers.
+
+#![allow(non_camel_case_types)]
+// The signatures are the contract's (§2-6), fixed by the ABI.
+#![allow(clippy::too_many_arguments)]
+
+pub mod sys;
+
+use crate::error::{Error, Result, Status};
+use crate::keys::Namespace;
+use crate::lexical::{self, KeywordQuery, LexicalQuery};
+use crate::{hybrid, HybridQuery, Mnem, OpenOptions};
+use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The version of this ABI; `mnem_abi_version()` returns it.
+pub const MNEM_ABI_VERSION: u32 = 1;
+/// Size of `mnem_error.message`, NUL included.
+pub const MNEM_ERROR_MESSAGE_CAP: usize = 512;
+/// `mnem_open` flag: create the store if it does not exist.
+pub const MNEM_OPEN_CREATE: u32 = 1;
+/// `mnem_open` flag: open for reading only; every write returns `MNEM_STATUS_READ_ONLY`.
+pub const MNEM_OPEN_READ_ONLY: u32 = 2;
+
+/// A status code: one of the `MNEM_STATUS_*` values.
+pub type mnem_status = i32;
+/// Success.
+pub const MNEM_STATUS_OK: mnem_status = 0;
+/// An argument is NULL, not UTF-8, malformed JSON, out of range, or otherwise invalid; the
+/// message names it. Nothing was changed.
+pub const MNEM_STATUS_INVALID_ARGUMENT: mnem_status = 1;
+/// The output buffer is too small; `*out_len` holds the exact size needed.
+pub const MNEM_STATUS_BUFFER_TOO_SMALL: mnem_status = 2;
+/// The store does not exist (and `MNEM_OPEN_CREATE` was not given).
+pub const MNEM_STATUS_NOT_FOUND: mnem_status = 3;
+/// The store is already open, in this process or another.
+pub const MNEM_STATUS_BUSY: mnem_status = 4;
+/// A write on a handle opened with `MNEM_OPEN_READ_ONLY`.
+pub const MNEM_STATUS_READ_ONLY: mnem_status = 5;
+/// The operating system or the storage engine failed to read or write.
+pub const MNEM_STATUS_IO: mnem_status = 6;
+/// Stored data is damaged.
+pub const MNEM_STATUS_CORRUPTION: mnem_status = 7;
+/// The store was written by a newer on-disk format.
+pub const MNEM_STATUS_INCOMPATIBLE: mnem_status = 8;
+/// A bug in mnem (a caught panic). The handle is poisoned: every later call on it returns
+/// `MNEM_STATUS_INTERNAL`; only `mnem_free` remains useful.
+pub const MNEM_STATUS_INTERNAL: mnem_status = 100;
+
+/// An open store. Opaque; created by `mnem_open`, destroyed by `mnem_free`.
+pub struct mnem_store {
+    mnem: Mnem,
+    poisoned: AtomicBool,
+}
+
+/// A borrowed UTF-8 string: `len` bytes at `ptr`, no NUL needed. `ptr` may be NULL only
+/// when `len` is 0. mnem never keeps it after the call returns.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct mnem_str {
+    pub ptr: *const u8,
+    pub len: usize,
+}
+
+/// Error details, filled by every fallible function when the pointer is not NULL.
+#[repr(C)]
+pub struct mnem_error {
+    /// Equal to the returned status.
+    pub code: i32,
+    /// Reserved; 0.
+    pub detail: u32,
+    /// NUL-terminated UTF-8 naming the problem (truncated at a character boundary to fit);
+    /// empty on success.
+    pub message: [c_char; MNEM_ERROR_MESSAGE_CAP],
+}
+
+fn fill_error(err: *mut mnem_error, status: Status, message: &str) {
+    if err.is_null() {
+        return;
+    }
+    let mut n = message.len().min(MNEM_ERROR_MESSAGE_CAP - 1);
+    while !message.is_char_boundary(n) {
+        n -= 1;
+    }
+    // SAFETY: `err` is non-NULL and, per the documented contract, points to a writable
+    // `mnem_error`; we write within its `message` array (n < CAP) and its scalar fields.
+    unsafe {
+        (*err).code = status as i32;
+        (*err).detail = 0;
+        let msg = (*err).message.as_mut_ptr();
+        std::ptr::copy_nonoverlapping(message.as_ptr().cast::<c_char>(), msg, n);
+        *msg.add(n) = 0;
+    }
+}
+
+/// Run `f` behind the panic boundary and report its outcome through `err`.
+fn guard(err: *mut mnem_error, store: Option<&mnem_store>, f: impl FnOnce() -> Result<()>) -> mnem_status {
+    if let Some(s) = store {
+        if s.poisoned.load(Ordering::Acquire) {
+            fill_error(err, Status::Internal, "the handle is poisoned by an earlier internal error; free it");
+            return MNEM_STATUS_INTERNAL;
+        }
+    }
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => {
+            fill_error(err, Status::Ok, "");
+            MNEM_STATUS_OK
+        }
+        Ok(Err(e)) => {
+            fill_error(err, e.status, &e.message);
+            e.status as i32
+        }
+        Err(panic) => {
+            if let Some(s) = store {
+                s.poisoned.store(true, Ordering::Release);
+            }
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            fill_error(err, Status::Internal, &format!("internal error (panic): {what}"));
+            MNEM_STATUS_INTERNAL
+        }
+    }
+}
+
+fn text<'a>(s: mnem_str, what: &str) -> Result<&'a str> {
+    if s.ptr.is_null() {
+        if s.len == 0 {
+            return Ok("");
+        }
+        return Err(Error::invalid(format!("`{what}` is NULL with length {}", s.len)));
+    }
+    if s.len > isize::MAX as usize {
+        return Err(Error::invalid(format!("`{what}` has an impossible length")));
+    }
+    // SAFETY: non-NULL, and the caller guarantees `len` readable bytes at `ptr` for the
+    // duration of the call (the documented `mnem_str` contract); the slice does not outlive it.
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
+    std::str::from_utf8(bytes)
+        .map_err(|e| Error::invalid(format!("`{what}` is not valid UTF-8 (at byte {})", e.valid_up_to())))
+}
+
+fn namespace(app: mnem_str, user: mnem_str) -> Result<Namespace> {
+    let app = text(app, "app_name")?;
+    let user = text(user, "user_id")?;
+    crate::keys::check_component("app_name", app)?;
+    crate::keys::check_component("user_id", user)?;
+    Ok(Namespace::new(app, user))
+}
+
+fn store_ref<'a>(store: *const mnem_store) -> Option<&'a mnem_store> {
+    // SAFETY: a non-NULL handle came from `mnem_open` and, per the contract, is not freed
+    // while any call on it runs.
+    unsafe { store.as_ref() }
+}
+
+fn need_store(store: Option<&mnem_store>) -> Result<&Mnem> {
+    store.map(|s| &s.mnem).ok_or_else(|| Error::invalid("`store` is NULL"))
+}
+
+fn set_count(out: *mut u64, n: u64) {
+    // SAFETY: a non-NULL counter pointer points to a writable u64 (documented contract).
+    if let Some(o) = unsafe { out.as_mut() } {
+        *o = n;
+    }
+}
+
+/// Output buffer triple, checked once at entry so that `*out_len` is 0 on every failure
+/// other than `BUFFER_TOO_SMALL`.
+struct Out {
+    out: *mut u8,
+    cap: usize,
+    len: *mut usize,
+}
+
+impl Out {
+    fn new(out: *mut u8, cap: usize, len: *mut usize) -> Result<Out> {
+        if len.is_null() {
+            return Err(Error::invalid("`out_len` is NULL"));
+        }
+        // SAFETY: non-NULL `out_len` points to a writable size_t (documented contract).
+        unsafe { *len = 0 };
+        if out.is_null() && cap > 0 {
+            return Err(Error::invalid("`out` is NULL but `out_cap` is not 0"));
+        }
+        Ok(Out { out, cap, len })
+    }
+
+    fn write(&self, bytes: &[u8]) -> Result<()> {
+        if bytes.len() > self.cap {
+            // SAFETY: checked non-NULL in `new`.
+            unsafe { *self.len = bytes.len() };
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                format!("the result needs {} bytes; `out_cap` is {}", bytes.len(), self.cap),
+            ));
+        }
+        if !bytes.is_empty() {
+            // SAFETY: `out` is non-NULL (cap >= len > 0) and the caller guarantees `cap`
+            // writable bytes; we write `bytes.len() <= cap` of them.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.out, bytes.len()) };
+        }
+        // SAFETY: checked non-NULL in `new`.
+        unsafe { *self.len = bytes.len() };
+        Ok(())
+    }
+}
+
+/// A read that fills an output buffer.
+fn read_call(
+    store: *const mnem_store,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+    f: impl FnOnce(&Mnem) -> Result<Vec<u8>>,
+) -> mnem_status {
+    let s = store_ref(store);
+    let status = guard(err, s, || {
+        let o = Out::new(out, out_cap, out_len)?;
+        let bytes = f(need_store(s)?)?;
+        o.write(&bytes)
+    });
+    if status != MNEM_STATUS_OK && status != MNEM_STATUS_BUFFER_TOO_SMALL && !out_len.is_null() {
+        // SAFETY: non-NULL `out_len` points to a writable size_t (documented contract).
+        unsafe { *out_len = 0 };
+    }
+    status
+}
+
+/// The ABI version of the library: compare with `MNEM_ABI_VERSION` from the header.
+#[no_mangle]
+pub extern "C" fn mnem_abi_version() -> u32 {
+    MNEM_ABI_VERSION
+}
+
+/// The library version, a static NUL-terminated string such as "0.1.0". Never free it.
+#[no_mangle]
+pub extern "C" fn mnem_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The name of a status ("OK", "INVALID_ARGUMENT", ...), or "UNKNOWN"; static, never free it.
+#[no_mangle]
+pub extern "C" fn mnem_status_name(status: i32) -> *const c_char {
+    let name: &'static std::ffi::CStr = match Status::from_code(status) {
+        Some(Status::Ok) => c"OK",
+        Some(Status::InvalidArgument) => c"INVALID_ARGUMENT",
+        Some(Status::BufferTooSmall) => c"BUFFER_TOO_SMALL",
+        Some(Status::NotFound) => c"NOT_FOUND",
+        Some(Status::Busy) => c"BUSY",
+        Some(Status::ReadOnly) => c"READ_ONLY",
+        Some(Status::Io) => c"IO",
+        Some(Status::Corruption) => c"CORRUPTION",
+        Some(Status::Incompatible) => c"INCOMPATIBLE",
+        Some(Status::Internal) => c"INTERNAL",
+        None => c"UNKNOWN",
+    };
+    name.as_ptr()
+}
+
+fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
+    let unknown = flags & !(MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY);
+    if unknown != 0 {
+        return Err(Error::invalid(format!("unknown flag bits 0x{unknown:x} in `flags`")));
+    }
+    let mut opts = OpenOptions {
+        create: flags & MNEM_OPEN_CREATE != 0,
+        read_only: flags & MNEM_OPEN_READ_ONLY != 0,
+        sync_writes: false,
+    };
+    if !json.trim().is_empty() {
+        let mut f =
+            crate::json::Fields::strict(crate::json::parse_object(json).map_err(|e| e.context("options_json"))?);
+        opts.sync_writes = f.get::<bool>("sync_writes", "true or false")?.unwrap_or(false);
+        f.finish().map_err(|e| e.context("options_json"))?;
+    }
+    Ok(opts)
+}
+
+/// Open the store at `path` (a directory), or an in-process store for the path `:memory:`.
+///
+/// `flags`: `MNEM_OPEN_CREATE` creates a missing store; `MNEM_OPEN_READ_ONLY` refuses every
+/// write (the two cannot be combined). `options_json`: empty for defaults, or an object:
+/// `{"sync_writes": bool}` (default false) fsyncs every write batch before the write returns;
+/// without it, writes survive a process crash but the last ones may be lost on power loss
+/// until `mnem_flush`.
+///
+/// On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
+/// Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, bad path or
+/// options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
+/// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO.
+#[no_mangle]
+pub extern "C" fn mnem_open(
+    path: mnem_str,
+    flags: u32,
+    options_json: mnem_str,
+    out_store: *mut *mut mnem_store,
+    err: *mut mnem_error,
+) -> mnem_status {
+    guard(err, None, || {
+        if out_store.is_null() {
+            return Err(Error::invalid("`out_store` is NULL"));
+        }
+        set_handle(out_store, std::ptr::null_mut());
+        let path = text(path, "path")?;
+        let opts = parse_open_options(text(options_json, "options_json")?, flags)?;
+        let mnem = Mnem::open(path, opts)?;
+        let handle = Box::into_raw(Box::new(mnem_store { mnem, poisoned: AtomicBool::new(false) }));
+        set_handle(out_store, handle);
+        Ok(())
+    })
+}
+
+/// Make every write acknowledged so far durable (fsync of the write-ahead log).
+/// A no-op on a read-only handle. Returns OK, INVALID_ARGUMENT (NULL store), IO, INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_flush(store: *mut mnem_store, err: *mut mnem_error) -> mnem_status {
+    let s = store_ref(store);
+    guard(err, s, || need_store(s)?.flush())
+}
+
+/// Close and free a handle. NULL is a no-op. Call it once, after every other call on the
+/// handle has returned; the handle is invalid afterwards.
+#[no_mangle]
+pub extern "C" fn mnem_free(store: *mut mnem_store) {
+    if store.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(take_handle(store))));
+}
+
+fn set_handle(out_store: *mut *mut mnem_store, handle: *mut mnem_store) {
+    // SAFETY: callers pass a non-NULL `out_store`, which per the contract points to a
+    // writable pointer.
+    unsafe { *out_store = handle };
+}
+
+fn take_handle(store: *mut mnem_store) -> Box<mnem_store> {
+    // SAFETY: the non-NULL handle came from `Box::into_raw` in `mnem_open` and, per the
+    // contract, is freed once with no call running on it.
+    unsafe { Box::from_raw(store) }
+}
+
+fn copy_ids(out_ids: *mut u8, ids: &[uuid::Uuid]) {
+    for (i, id) in ids.iter().enumerate() {
+        // SAFETY: callers checked `out_ids` non-NULL with `16 * ids.len()` writable bytes;
+        // each copy writes 16 bytes at offset 16 * i.
+        unsafe { std::ptr::copy_nonoverlapping(id.as_bytes().as_ptr(), out_ids.add(16 * i), 16) };
+    }
+}
+
+/// ADK `add_session_to_memory`: replace the bucket of `session_id` in namespace
+/// `(app, user)` with the events of `events_jsonl` (one ADK `Event` JSON object per line,
+/// as `Event.model_dump_json()` writes it). Events without `content` or with empty
+/// `content.parts` are skipped, as are ids removed by `mnem_delete_memory`. A bucket that
+/// already exists keeps its place in the tie order of `mnem_search`.
+/// `*out_stored` (may be NULL) receives the number of events the bucket now holds.
+/// Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
+/// named by its number: nothing is stored); READ_ONLY; IO; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_add_session(
+    store: *mut mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    session_id: mnem_str,
+    events_jsonl: mnem_str,
+    out_stored: *mut u64,
+    err: *mut mnem_error,
+) -> mnem_status {
+    let s = store_ref(store);
+    set_count(out_stored, 0);
+    guard(err, s, || {
+        let m = need_store(s)?;
+        let ns = namespace(app, user)?;
+        let n = m.add_session(&ns, text(session_id, "session_id")?, text(events_jsonl, "events_jsonl")?)?;
+        set_count(out_stored, n);
+        Ok(())
+    })
+}
+
+/// ADK `add_events_to_memory`: append events to the bucket of `session_id` (empty means
+/// `__unknown_session_id__`). An event whose id is already in the bucket, earlier in the
+/// batch, or removed by `mnem_delete_memory` is skipped: first write wins.
+/// `custom_metadata_json`: empty or a JSON object; mnem reads `ttl_ms` (integer > 0: the
+/// events expire), `tags` (array of strings) and `episode_type` (string, default "event")
+/// and ignores other keys. `*out_added` (may be NULL) receives the number appended.
+/// Returns OK; INVALID_ARGUMENT (as for `mnem_add_session`, or a mistyped known metadata key);
+/// READ_ONLY; IO; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_add_events(
+    store: *mut mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    session_id: mnem_str,
+    events_jsonl: mnem_str,
+    custom_metadata_json: mnem_str,
+    out_added: *mut u64,
+    err: *mut mnem_error,
+) -> mnem_status {
+    let s = store_ref(store);
+    set_count(out_added, 0);
+    guard(err, s, || {
+        let m = need_store(s)?;
+        let ns = namespace(app, user)?;
+        let n = m.add_events(
+            &ns,
+            text(session_id, "session_id")?,
+            text(events_jsonl, "events_jsonl")?,
+            text(custom_metadata_json, "custom_metadata_json")?,
+        )?;
+        set_count(out_added, n);
+        Ok(())
+    })
+}
+
+/// ADK `delete_memory` (google-adk 2.13.0): remove every memory reported with id
+/// `memory_id` from every bucket of the namespace, and block that id from later adds for
+/// good. An empty id is a no-op; an id that removes nothing records no tombstone.
+/// `*out_deleted` (may be NULL) receives the number removed.
+/// Returns OK; INVALID_ARGUMENT; READ_ONLY; IO; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_delete_memory(
+    store: *mut mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    memory_id: mnem_str,
+    out_deleted: *mut u64,
+    err: *mut mnem_error,
+) -> mnem_status {
+    let s = store_ref(store);
+    set_count(out_deleted, 0);
+    guard(err, s, || {
+        let m = need_store(s)?;
+        let ns = namespace(app, user)?;
+        let n = m.delete_memory(&ns, text(memory_id, "memory_id")?)?;
+        set_count(out_deleted, n);
+        Ok(())
+    })
+}
+
+/// ADK `search_memory`, ranked exactly like google-adk 2.13.0's `InMemoryMemoryService`:
+/// writes `{"memories":[{"id","content","author","timestamp","custom_metadata":{}}...]}`,
+/// at most 10, best first. Ties keep insertion order: session buckets in the order they
+/// were first added, events in bucket order; `memory` episodes (ADK `add_memory`, written
+/// with `mnem_put_episodes`) come after every bucket, in UUID order. `content` is the JSON
+/// that was ingested, byte for byte; `timestamp` is formatted in the process's local time
+/// zone like Python's `datetime.fromtimestamp(ts).isoformat()`.
+/// Returns OK; BUFFER_TOO_SMALL (`*out_len` = bytes needed); INVALID_ARGUMENT; IO;
+/// CORRUPTION; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_search(
+    store: *const mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    query: mnem_str,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> mnem_status {
+    read_call(store, out, out_cap, out_len, err, |m| m.search(&namespace(app, user)?, text(query, "query")?))
+}
+
+/// Create or update episodes: one JSON object per line of `episodes_jsonl` with keys
+/// `id` (UUID; omitted: a new UUIDv7), `episode_type` (default "episode"), `tags`,
+/// `primary`, `secondary`, `context` (the searchable text), `metadata` (object),
+/// `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
+/// `content` (any JSON), `embedding` (array of numbers: the namespace's first vector fixes
+/// the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
+/// The whole batch is validated, then written atomically.
+/// `out_ids` receives the 16 raw bytes of each line's id in line order; NULL with
+/// `out_ids_cap` 0 when not wanted.
+/// Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
+/// `out_ids_cap` < 16 × lines: the message names the line and field, nothing is written);
+/// READ_ONLY; IO; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_put_episodes(
+    store: *mut mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    episodes_jsonl: mnem_str,
+    out_ids: *mut u8,
+    out_ids_cap: usize,
+    err: *mut mnem_error,
+) -> mnem_status {
+    let s = store_ref(store);
+    guard(err, s, || {
+        let m = need_store(s)?;
+        let ns = namespace(app, user)?;
+        let inputs = crate::input::parse_episode_lines(text(episodes_jsonl, "episodes_jsonl")?)?;
+        if out_ids.is_null() && out_ids_cap > 0 {
+            return Err(Error::invalid("`out_ids` is NULL but `out_ids_cap` is not 0"));
+        }
+        let need = inputs.len().saturating_mul(16);
+        if !out_ids.is_null() && out_ids_cap < need {
+            return Err(Error::invalid(format!(
+                "`out_ids_cap` is {out_ids_cap}; {} lines need {need} bytes",
+                inputs.len()
+            )));
+        }
+        let ids = m.put_episodes(&ns, inputs)?;
+        if !out_ids.is_null() {
+            copy_ids(out_ids, &ids);
+        }
+        Ok(())
+    })
+}
+
+/// Delete episodes: one JSON string UUID per line. Each becomes a tombstone (a new revision
+/// without its text, content or vector); unknown or already deleted ids are skipped.
+/// `*out_deleted` (may be NULL) receives the number deleted.
+/// Returns OK; INVALID_ARGUMENT (a line that is not a UUID string, named); READ_ONLY; IO; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_delete_episodes(
+    store: *mut mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    ids_jsonl: mnem_str,
+    out_deleted: *mut u64,
+    err: *mut mnem_error,
+) -> mnem_status {
+    let s = store_ref(store);
+    set_count(out_deleted, 0);
+    guard(err, s, || {
+        let m = need_store(s)?;
+        let ns = namespace(app, user)?;
+        let ids = crate::input::parse_id_lines(text(ids_jsonl, "ids_jsonl")?)?;
+        let n = m.delete_episodes(&ns, &ids)?;
+        set_count(out_deleted, n);
+        Ok(())
+    })
+}
+
+/// BM25 over every visible episode of the namespace (primary, secondary and context text;
+/// k1 1.2, b 0.75, f64). Query `{"text", "limit" (0-1000, default 10), "episode_type",
+/// "tag"}`; text without terms returns no results. Writes
+/// `{"results":[{"record":Episode,"score":f64}...]}`, score descending, ties by UUID.
+/// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, text over 4096
+/// bytes or 64 terms); IO; CORRUPTION; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_keyword_search(
+    store: *const mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    query_json: mnem_str,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> mnem_status {
+    read_call(store, out, out_cap, out_len, err, |m| {
+        let ns = namespace(app, user)?;
+        let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
+        let mut out = Vec::new();
+        lexical::write_results(&mut out, &m.keyword_search(&ns, &q)?);
+        Ok(out)
+    })
+}
+
+/// One bounded BM25 page: a scan of the namespace's records in UUID order after `after`,
+/// over one snapshot and one visibility time, until `scan_limit` records or
+/// `scan_bytes_limit` stored bytes. Query `{"text" (1-4096 bytes, 1-64 distinct terms),
+/// "limit" (1-100, default 10), "after" (UUID or null), "episode_type", "tag",
+/// "scan_limit" (1-10000, default 10000), "scan_bytes_limit" (1-67108864, default 8388608)}`.
+/// Deleted, expired and filtered-out records count as scanned but add neither hits nor
+/// statistics. Writes `{"hits":[{"record","score"}...], "matched_records", "corpus_records",
+/// "scanned_records", "scanned_bytes", "next_after", "exhaustive"}`: `next_after` is the last
+/// visited UUID when a record was left unvisited (else null); `exhaustive` is true only for a
+/// request without `after` that visited everything. Statistics are local to the page: scores
+/// of different pages do not merge. Bytes count stored record values, not keys, indexes or
+/// the one look-ahead record.
+/// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (any rule above, an unknown key, a
+/// malformed `after`, blank or punctuation-only text, a byte budget that cannot fit the first
+/// record: the message names the field); IO; CORRUPTION; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_lexical_page(
+    store: *const mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    query_json: mnem_str,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> mnem_status {
+    read_call(store, out, out_cap, out_len, err, |m| {
+        let ns = namespace(app, user)?;
+        let q = LexicalQuery::parse(text(query_json, "query_json")?)?;
+        let mut out = Vec::new();
+        lexical::write_page(&mut out, &m.search_memory_lexical(&ns, &q)?);
+        Ok(out)
+    })
+}
+
+/// Substring search (the seed's `search_episodes`): visible episodes whose primary,
+/// secondary or context text contains `text`, compared in lowercase. Query `{"text"
+/// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`. Writes
+/// `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly creation order).
+/// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; IO; CORRUPTION; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_substring_search(
+    store: *const mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    query_json: mnem_str,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> mnem_status {
+    read_call(store, out, out_cap, out_len, err, |m| {
+        let ns = namespace(app, user)?;
+        let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
+        let mut out = Vec::new();
+        lexical::write_episodes(&mut out, &m.substring_search(&ns, &q)?);
+        Ok(out)
+    })
+}
+
+/// Hybrid search: BM25 and approximate nearest neighbours (HNSW, cosine) fused by weighted
+/// reciprocal rank fusion. Query `{"text", "vector" (optional array of numbers),
+/// "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
+/// is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
+/// default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a
+/// zero-weight channel takes no part; without `vector`, or without vectors in the namespace,
+/// the lexical weight is 1. Each channel contributes `w / (60 + rank)` (rank from 1), summed
+/// in f64, ties by ascending UUID. Limit 0 or blank text returns no results. Writes
+/// `{"results":[{"record","score","keyword_score","semantic_score"}...]}` where the last two
+/// are the rank contributions, not raw BM25 or similarity.
+/// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (weight, vector dimension, unknown key...);
+/// IO; CORRUPTION; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_hybrid_search(
+    store: *const mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    query_json: mnem_str,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> mnem_status {
+    read_call(store, out, out_cap, out_len, err, |m| {
+        let ns = namespace(app, user)?;
+        let q = HybridQuery::parse(text(query_json, "query_json")?)?;
+        let mut out = Vec::new();
+        hybrid::write_results(&mut out, &m.hybrid_search(&ns, &q)?);
+        Ok(out)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr::null_mut;
+
+    fn s(x: &str) -> mnem_str {
+        mnem_str { ptr: x.as_ptr(), len: x.len() }
+    }
+
+    fn new_error() -> mnem_error {
+        mnem_error { code: -1, detail: 7, message: [1; MNEM_ERROR_MESSAGE_CAP] }
+    }
+
+    fn message(e: &mnem_error) -> String {
+        // SAFETY: `fill_error` always NUL-terminates within the array.
+        unsafe { std::ffi::CStr::from_ptr(e.message.as_ptr()) }.to_string_lossy().into_owned()
+    }
+
+    fn open_memory() -> *mut mnem_store {
+        let mut store = null_mut();
+        let mut err = new_error();
+        assert_eq!(mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(""), &mut store, &mut err), MNEM_STATUS_OK);
+        assert_eq!((err.code, err.detail, message(&err).as_str()), (0, 0, ""));
+        store
+    }
+
+    #[test]
+    fn a_panic_becomes_internal_and_poisons_the_handle() {
+        let store = open_memory();
+        let mut err = new_error();
+        let status = guard(&mut err, store_ref(store), || panic!("boom"));
+        assert_eq!(status, MNEM_STATUS_INTERNAL);
+        assert!(message(&err).contains("boom"));
+        let mut len = 99;
+        let st = mnem_search(store, s("a"), s("u"), s("q"), null_mut(), 0, &mut len, &mut err);
+        assert_eq!((st, err.code, len), (MNEM_STATUS_INTERNAL, MNEM_STATUS_INTERNAL, 0));
+        assert_eq!(mnem_flush(store, &mut err), MNEM_STATUS_INTERNAL);
+        mnem_free(store);
+    }
+
+    #[test]
+    fn long_messages_truncate_on_a_char_boundary() {
+        let mut err = new_error();
+        let msg = "é".repeat(400);
+        fill_error(&mut err, Status::InvalidArgument, &msg);
+        let m = message(&err);
+        assert!(m.len() < MNEM_ERROR_MESSAGE_CAP && m.len() >= MNEM_ERROR_MESSAGE_CAP - 3);
+        assert!(m.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn output_buffer_protocol() {
+        let store = open_memory();
+        let mut err = new_error();
+        let mut len = 0;
+        let st = mnem_search(store, s("a"), s("u"), s("q"), null_mut(), 0, &mut len, &mut err);
+        assert_eq!((st, len), (MNEM_STATUS_BUFFER_TOO_SMALL, br#"{"memories":[]}"#.len()));
+        let mut buf = vec![0xAAu8; len - 1];
+        let st = mnem_search(store, s("a"), s("u"), s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
+        assert_eq!(st, MNEM_STATUS_BUFFER_TOO_SMALL);
+        assert!(buf.iter().all(|&b| b == 0xAA), "untouched on BUFFER_TOO_SMALL");
+        let mut buf = vec![0u8; len];
+        let st = mnem_search(store, s("a"), s("u"), s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
+        assert_eq!((st, &buf[..len]), (MNEM_STATUS_OK, &br#"{"memories":[]}"#[..]));
+        let st = mnem_search(store, s("a"), s("u"), s("q"), null_mut(), 5, &mut len, &mut err);
+        assert_eq!((st, len), (MNEM_STATUS_INVALID_ARGUMENT, 0));
+        let bad = mnem_str { ptr: b"\xff".as_ptr(), len: 1 };
+        let st = mnem_search(store, bad, s("u"), s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
+        assert_eq!((st, len), (MNEM_STATUS_INVALID_ARGUMENT, 0));
+        assert!(message(&err).contains("app_name"));
+        let null = mnem_str { ptr: std::ptr::null(), len: 3 };
+        let st = mnem_search(store, s("a"), null, s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
+        assert_eq!(st, MNEM_STATUS_INVALID_ARGUMENT);
+        assert!(message(&err).contains("user_id"));
+        mnem_free(store);
+        mnem_free(null_mut());
+    }
+
+    #[test]
+    fn open_rejects_bad_flags_and_options() {
+        let mut store = null_mut();
+        let mut err = new_error();
+        assert_eq!(mnem_open(s(":memory:"), 4, s(""), &mut store, &mut err), MNEM_STATUS_INVALID_ARGUMENT);
+        assert!(store.is_null() && message(&err).contains("flag"));
+        for opts in [r#"{"sync_writes":1}"#, r#"{"sync":true}"#, "{", "[]"] {
+            let st = mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(opts), &mut store, &mut err);
+            assert_eq!(st, MNEM_STATUS_INVALID_ARGUMENT, "{opts}");
+        }
+        assert_eq!(mnem_open(s(":memory:"), 0, s(""), null_mut(), null_mut()), MNEM_STATUS_INVALID_ARGUMENT);
+        let st = mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(r#"{"sync_writes":true}"#), &mut store, null_mut());
+        assert_eq!(st, MNEM_STATUS_OK);
+        mnem_free(store);
+    }
+}

@@ -1,0 +1,233 @@
+//! Hybrid retrieval: BM25 and HNSW candidates fused by weighted reciprocal rank fusion
+//! (Cormack, Clarke and Buettcher), rank constant 60, ranks from 1, ties by UUID.
+
+use crate::error::{Error, Result};
+use crate::json::{self, Fields};
+use crate::keys::Namespace;
+use crate::lexical::{Filter, KeywordQuery, MAX_SEARCH_LIMIT};
+use crate::mnem::Mnem;
+use crate::record::{Episode, RecordView};
+use crate::store::now_ms;
+use std::collections::HashMap;
+use uuid::Uuid;
+
+pub const RRF_K: f64 = 60.0;
+pub const DEFAULT_SEMANTIC_WEIGHT: f64 = 0.5;
+pub const DEFAULT_CANDIDATES: usize = 4;
+
+/// Turns query text into a vector; lives where the caller's embedding model lives.
+pub trait EmbeddingProvider {
+    fn embed(&self, text: &str) -> Result<Vec<f32>>;
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HybridQuery {
+    pub text: String,
+    pub vector: Option<Vec<f32>>,
+    pub limit: usize,
+    /// In [0, 1]; the lexical weight is `1 - semantic_weight`.
+    pub semantic_weight: f64,
+    /// Each channel retrieves `limit × candidates` (saturating) before fusion.
+    pub candidates: usize,
+    pub episode_type: Option<String>,
+    pub tag: Option<String>,
+}
+
+impl HybridQuery {
+    pub fn new(text: impl Into<String>) -> HybridQuery {
+        HybridQuery {
+            text: text.into(),
+            vector: None,
+            limit: 10,
+            semantic_weight: DEFAULT_SEMANTIC_WEIGHT,
+            candidates: DEFAULT_CANDIDATES,
+            episode_type: None,
+            tag: None,
+        }
+    }
+
+    pub fn parse(query_json: &str) -> Result<HybridQuery> {
+        let mut f = Fields::strict(json::parse_object(query_json)?);
+        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let mut q = HybridQuery::new(text);
+        q.vector = f.get::<Vec<f32>>("vector", "an array of numbers")?;
+        if let Some(l) = f.get::<u64>("limit", "a non-negative integer")? {
+            q.limit = usize::try_from(l).unwrap_or(usize::MAX);
+        }
+        if let Some(w) = f.get::<f64>("semantic_weight", "a number from 0 to 1")? {
+            q.semantic_weight = w;
+        }
+        if let Some(c) = f.get::<u64>("candidates", "a positive integer")? {
+            q.candidates = usize::try_from(c).unwrap_or(usize::MAX);
+        }
+        q.episode_type = f.string("episode_type")?;
+        q.tag = f.string("tag")?;
+        f.finish()?;
+        Ok(q)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if !self.semantic_weight.is_finite() || !(0.0..=1.0).contains(&self.semantic_weight) {
+            return Err(Error::invalid(format!(
+                "`semantic_weight` must be a finite number from 0 to 1, got {}",
+                self.semantic_weight
+            )));
+        }
+        if self.limit > MAX_SEARCH_LIMIT {
+            return Err(Error::invalid(format!("`limit` must be at most {MAX_SEARCH_LIMIT}")));
+        }
+        if self.candidates == 0 {
+            return Err(Error::invalid("`candidates` must be a positive integer"));
+        }
+        if let Some(v) = &self.vector {
+            crate::episodes::check_embedding(v)
+                .map_err(|e| Error::invalid(e.message.replace("`embedding`", "`vector`")))?;
+        }
+        Ok(())
+    }
+
+    fn is_blank(&self) -> bool {
+        self.text.trim().is_empty()
+    }
+}
+
+/// One fused result; `keyword_score` and `semantic_score` are the channels' rank
+/// contributions `w / (60 + rank)` (0 when absent), not raw BM25 or similarity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HybridSearchResult {
+    pub record: Episode,
+    pub score: f64,
+    pub keyword_score: f64,
+    pub semantic_score: f64,
+}
+
+/// Weighted RRF over two rankings (best first). Returns `(id, score, keyword, semantic)`
+/// best first, ties by ascending UUID.
+pub fn fuse(lexical: &[Uuid], semantic: &[Uuid], w_lex: f64, w_sem: f64) -> Vec<(Uuid, f64, f64, f64)> {
+    let mut acc: HashMap<Uuid, (f64, f64)> = HashMap::new();
+    if w_lex > 0.0 {
+        for (i, id) in lexical.iter().enumerate() {
+            acc.entry(*id).or_default().0 = w_lex / (RRF_K + (i + 1) as f64);
+        }
+    }
+    if w_sem > 0.0 {
+        for (i, id) in semantic.iter().enumerate() {
+            acc.entry(*id).or_default().1 = w_sem / (RRF_K + (i + 1) as f64);
+        }
+    }
+    let mut out: Vec<(Uuid, f64, f64, f64)> = acc.into_iter().map(|(id, (k, s))| (id, k + s, k, s)).collect();
+    out.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+impl Mnem {
+    /// Hybrid search with the query vector (if any) in `q.vector`.
+    pub fn hybrid_search(&self, ns: &Namespace, q: &HybridQuery) -> Result<Vec<HybridSearchResult>> {
+        q.validate()?;
+        if q.limit == 0 || q.is_blank() {
+            return Ok(Vec::new());
+        }
+        let pool = q.limit.saturating_mul(q.candidates);
+        let vectors = match &q.vector {
+            Some(_) if q.semantic_weight > 0.0 => self.vector_index(ns)?,
+            _ => None,
+        };
+        let (w_lex, w_sem) = match &vectors {
+            Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
+            None => (1.0, 0.0),
+        };
+        let now = now_ms();
+        let lexical: Vec<Uuid> = if w_lex > 0.0 {
+            let kq = KeywordQuery {
+                text: q.text.clone(),
+                limit: pool,
+                episode_type: q.episode_type.clone(),
+                tag: q.tag.clone(),
+            };
+            self.keyword_ids(ns, &kq)?
+        } else {
+            Vec::new()
+        };
+        let semantic: Vec<Uuid> = match (&vectors, &q.vector) {
+            (Some(ix), Some(v)) if w_sem > 0.0 => {
+                let ix = ix.read();
+                if v.len() != ix.hnsw.dim() {
+                    return Err(Error::invalid(format!(
+                        "`vector` has {} dimensions; this namespace's vectors have {}",
+                        v.len(),
+                        ix.hnsw.dim()
+                    )));
+                }
+                let snap = self.store.snapshot();
+                let prefix = ns.prefix();
+                let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
+                let filtered = q.episode_type.is_some() || q.tag.is_some();
+                let keep = |id: &Uuid| {
+                    !filtered
+                        || matches!(self.store.get_episode_raw(&snap, &prefix, id), Ok(Some(b))
+                            if RecordView::parse(*id, &b).is_ok_and(|v| filter.accepts(&v)))
+                };
+                ix.nearest(v, pool, now, keep).into_iter().map(|(id, _)| id).collect()
+            }
+            _ => Vec::new(),
+        };
+        let fused = fuse(&lexical, &semantic, w_lex, w_sem);
+        let snap = self.store.snapshot();
+        let prefix = ns.prefix();
+        let mut out = Vec::with_capacity(q.limit);
+        for (id, score, k, s) in fused {
+            if out.len() == q.limit {
+                break;
+            }
+            let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &id)? else { continue };
+            let record = Episode::decode(id, &bytes)?;
+            if !record.is_visible(now) {
+                continue;
+            }
+            out.push(HybridSearchResult { record, score, keyword_score: k, semantic_score: s });
+        }
+        Ok(out)
+    }
+
+    /// Hybrid search that asks `provider` for the query vector, only when it is needed: never
+    /// for a zero limit, blank text or a zero semantic weight.
+    pub fn hybrid_search_with(
+        &self,
+        ns: &Namespace,
+        q: &HybridQuery,
+        provider: &dyn EmbeddingProvider,
+    ) -> Result<Vec<HybridSearchResult>> {
+        q.validate()?;
+        if q.limit == 0 || q.is_blank() {
+            return Ok(Vec::new());
+        }
+        let mut q = q.clone();
+        if q.semantic_weight > 0.0 && q.vector.is_none() {
+            q.vector = Some(provider.embed(&q.text)?);
+        }
+        self.hybrid_search(ns, &q)
+    }
+
+    fn keyword_ids(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Uuid>> {
+        Ok(self.keyword_search(ns, q)?.into_iter().map(|r| r.record.id).collect())
+    }
+}
+
+pub fn write_results(out: &mut Vec<u8>, results: &[HybridSearchResult]) {
+    out.extend_from_slice(b"{\"results\":[");
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"record\":");
+        r.record.write_json(out);
+        out.extend_from_slice(b",\"score\":");
+        json::push_f64(out, r.score);
+        out.extend_from_slice(b",\"keyword_score\":");
+        json::push_f64(out, r.keyword_score);
+        out.extend_from_slice(b",\"semantic_score\":");
+        json::push_f64(out, r.semantic_score);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+}

@@ -1,0 +1,426 @@
+//! Lexical retrieval over episodes: BM25 keyword search, the bounded lexical page (a
+//! UUID-ordered scan of one snapshot, not an index) and substring search.
+
+pub mod bm25;
+pub mod tokenizer;
+
+use crate::episodes::parse_uuid;
+use crate::error::{Error, Result};
+use crate::json::{self, Fields};
+use crate::keys::Namespace;
+use crate::mnem::Mnem;
+use crate::record::{Episode, RecordView};
+use crate::store::now_ms;
+use bm25::{Corpus, TermMatcher};
+use uuid::Uuid;
+
+pub const MAX_TEXT_BYTES: usize = 4096;
+pub const MAX_TERMS: usize = 64;
+pub const MAX_PAGE_LIMIT: usize = 100;
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_SCAN_LIMIT: usize = 10_000;
+pub const MAX_SCAN_BYTES: usize = 64 << 20;
+pub const DEFAULT_SCAN_BYTES: usize = 8 << 20;
+/// Upper bound of `limit` for keyword and substring search.
+pub const MAX_SEARCH_LIMIT: usize = 1000;
+
+/// `search_memory_lexical`'s query (contract §5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LexicalQuery {
+    pub text: String,
+    pub limit: usize,
+    pub after: Option<Uuid>,
+    pub episode_type: Option<String>,
+    pub tag: Option<String>,
+    pub scan_limit: usize,
+    pub scan_bytes_limit: usize,
+}
+
+impl LexicalQuery {
+    pub fn new(text: impl Into<String>) -> LexicalQuery {
+        LexicalQuery {
+            text: text.into(),
+            limit: DEFAULT_LIMIT,
+            after: None,
+            episode_type: None,
+            tag: None,
+            scan_limit: MAX_SCAN_LIMIT,
+            scan_bytes_limit: DEFAULT_SCAN_BYTES,
+        }
+    }
+
+    pub fn parse(query_json: &str) -> Result<LexicalQuery> {
+        let mut f = Fields::strict(json::parse_object(query_json)?);
+        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let mut q = LexicalQuery::new(text);
+        q.limit = ranged(&mut f, "limit", 1, MAX_PAGE_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+        q.after = f.string("after")?.map(|a| parse_uuid(&a, "after")).transpose()?;
+        q.episode_type = f.string("episode_type")?;
+        q.tag = f.string("tag")?;
+        q.scan_limit = ranged(&mut f, "scan_limit", 1, MAX_SCAN_LIMIT)?.unwrap_or(MAX_SCAN_LIMIT);
+        q.scan_bytes_limit = ranged(&mut f, "scan_bytes_limit", 1, MAX_SCAN_BYTES)?.unwrap_or(DEFAULT_SCAN_BYTES);
+        f.finish()?;
+        Ok(q)
+    }
+
+    fn validate(&self) -> Result<Vec<String>> {
+        let check = |ok: bool, field: &str, lo: usize, hi: usize| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::invalid(format!("`{field}` must be an integer from {lo} to {hi}")))
+            }
+        };
+        check((1..=MAX_PAGE_LIMIT).contains(&self.limit), "limit", 1, MAX_PAGE_LIMIT)?;
+        check((1..=MAX_SCAN_LIMIT).contains(&self.scan_limit), "scan_limit", 1, MAX_SCAN_LIMIT)?;
+        check((1..=MAX_SCAN_BYTES).contains(&self.scan_bytes_limit), "scan_bytes_limit", 1, MAX_SCAN_BYTES)?;
+        if self.text.len() > MAX_TEXT_BYTES {
+            return Err(Error::invalid(format!(
+                "`text` is {} bytes; at most {MAX_TEXT_BYTES} UTF-8 bytes are allowed",
+                self.text.len()
+            )));
+        }
+        let terms = tokenizer::query_terms(&self.text);
+        if terms.is_empty() {
+            return Err(Error::invalid("`text` has no searchable terms (it is empty, blank or punctuation only)"));
+        }
+        if terms.len() > MAX_TERMS {
+            return Err(Error::invalid(format!(
+                "`text` has {} distinct terms; at most {MAX_TERMS} are allowed",
+                terms.len()
+            )));
+        }
+        Ok(terms)
+    }
+}
+
+fn ranged(f: &mut Fields<'_>, key: &str, lo: usize, hi: usize) -> Result<Option<usize>> {
+    let msg = format!("an integer from {lo} to {hi}");
+    match f.get::<i64>(key, &msg)? {
+        None => Ok(None),
+        Some(v) if v >= lo as i64 && v <= hi as i64 => Ok(Some(v as usize)),
+        Some(_) => Err(Error::invalid(format!("`{key}` must be {msg}"))),
+    }
+}
+
+/// A scored record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeywordSearchResult {
+    pub record: Episode,
+    /// Raw BM25: a ranking signal, not a probability.
+    pub score: f64,
+}
+
+/// One page of `search_memory_lexical`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LexicalPage {
+    pub hits: Vec<KeywordSearchResult>,
+    /// Records of the window matching at least one term, before `limit`.
+    pub matched_records: u64,
+    /// Visible, filtered-in records of the window: the corpus of the statistics.
+    pub corpus_records: u64,
+    /// Every record visited, invisible and filtered-out ones included.
+    pub scanned_records: u64,
+    /// Serialized bytes of the visited records.
+    pub scanned_bytes: u64,
+    /// Set when a record was left unvisited: continue with `after = next_after`.
+    pub next_after: Option<Uuid>,
+    /// True only for a request without `after` that visited every record.
+    pub exhaustive: bool,
+}
+
+/// `keyword_search`'s query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeywordQuery {
+    pub text: String,
+    pub limit: usize,
+    pub episode_type: Option<String>,
+    pub tag: Option<String>,
+}
+
+impl KeywordQuery {
+    pub fn new(text: impl Into<String>) -> KeywordQuery {
+        KeywordQuery { text: text.into(), limit: DEFAULT_LIMIT, episode_type: None, tag: None }
+    }
+
+    pub fn parse(query_json: &str) -> Result<KeywordQuery> {
+        let mut f = Fields::strict(json::parse_object(query_json)?);
+        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let mut q = KeywordQuery::new(text);
+        q.limit = ranged(&mut f, "limit", 0, MAX_SEARCH_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+        q.episode_type = f.string("episode_type")?;
+        q.tag = f.string("tag")?;
+        f.finish()?;
+        Ok(q)
+    }
+}
+
+/// Record filters shared by every lexical API.
+#[derive(Clone, Copy)]
+pub(crate) struct Filter<'q> {
+    pub episode_type: Option<&'q str>,
+    pub tag: Option<&'q str>,
+}
+
+impl Filter<'_> {
+    pub fn accepts(&self, v: &RecordView<'_>) -> bool {
+        self.episode_type.is_none_or(|t| v.episode_type == t) && self.tag.is_none_or(|t| v.has_tag(t))
+    }
+}
+
+/// What a scan gathered: the matched documents and the window's statistics.
+struct Window {
+    /// `(id, dl)` of each matching record; their term frequencies are in `tf`, `terms` apiece.
+    matched: Vec<(Uuid, u64)>,
+    tf: Vec<u32>,
+    df: Vec<u64>,
+    corpus: Corpus,
+    scanned_records: u64,
+    scanned_bytes: u64,
+    next_after: Option<Uuid>,
+}
+
+struct Budget {
+    records: usize,
+    bytes: usize,
+}
+
+/// What to scan: records after `after` that pass `filter`, visible at `now`, within `budget`.
+struct Scan<'q> {
+    filter: Filter<'q>,
+    after: Option<Uuid>,
+    budget: Option<Budget>,
+    now: i64,
+}
+
+impl Mnem {
+    /// Visit records in UUID order after `after`, within `budget`, gathering BM25 inputs.
+    fn scan_window(
+        &self,
+        snap: &rocksdb::Snapshot<'_>,
+        ns: &Namespace,
+        matcher: &mut TermMatcher,
+        spec: Scan<'_>,
+    ) -> Result<Window> {
+        let Scan { filter, after, budget, now } = spec;
+        let nterms = matcher.terms().len();
+        let mut w = Window {
+            matched: Vec::new(),
+            tf: Vec::new(),
+            df: vec![0; nterms],
+            corpus: Corpus::default(),
+            scanned_records: 0,
+            scanned_bytes: 0,
+            next_after: None,
+        };
+        let mut tf = vec![0u32; nterms];
+        let mut last: Option<Uuid> = None;
+        let mut scan = self.store.scan_episodes(snap, ns, after);
+        while let Some((id, bytes)) = scan.next()? {
+            if let Some(b) = &budget {
+                let over_bytes = w.scanned_bytes as usize + bytes.len() > b.bytes;
+                if w.scanned_records as usize == b.records || over_bytes {
+                    if w.scanned_records == 0 {
+                        return Err(Error::invalid(format!(
+                            "`scan_bytes_limit` ({}) cannot fit the first record ({} bytes)",
+                            b.bytes,
+                            bytes.len()
+                        )));
+                    }
+                    w.next_after = last;
+                    break;
+                }
+            }
+            w.scanned_records += 1;
+            w.scanned_bytes += bytes.len() as u64;
+            last = Some(id);
+            let v = RecordView::parse(id, bytes)?;
+            if !v.is_visible(now) || !filter.accepts(&v) {
+                continue;
+            }
+            let mut dl = 0u64;
+            tf.iter_mut().for_each(|x| *x = 0);
+            matcher.count(v.primary, &mut dl, &mut tf);
+            matcher.count(v.secondary, &mut dl, &mut tf);
+            matcher.count(v.context, &mut dl, &mut tf);
+            w.corpus.records += 1;
+            w.corpus.total_len += dl;
+            if tf.iter().any(|&x| x > 0) {
+                for (d, &f) in w.df.iter_mut().zip(&tf) {
+                    *d += u64::from(f > 0);
+                }
+                w.matched.push((id, dl));
+                w.tf.extend_from_slice(&tf);
+            }
+        }
+        Ok(w)
+    }
+
+    /// Score a window and return the best `limit` hits (score descending, then UUID).
+    fn rank(
+        &self,
+        snap: &rocksdb::Snapshot<'_>,
+        ns: &Namespace,
+        w: &Window,
+        limit: usize,
+    ) -> Result<Vec<KeywordSearchResult>> {
+        let n = w.corpus.records;
+        let idfs: Vec<f64> = w.df.iter().map(|&df| bm25::idf(n, df)).collect();
+        let avgdl = w.corpus.avgdl();
+        let nterms = idfs.len();
+        let mut scored: Vec<(f64, Uuid)> = w
+            .matched
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, dl))| (bm25::score(&idfs, &w.tf[i * nterms..(i + 1) * nterms], dl, avgdl), id))
+            .collect();
+        let order = |a: &(f64, Uuid), b: &(f64, Uuid)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if scored.len() > limit && limit > 0 {
+            scored.select_nth_unstable_by(limit - 1, order);
+        }
+        scored.truncate(limit);
+        scored.sort_unstable_by(order);
+        let prefix = ns.prefix();
+        scored
+            .into_iter()
+            .map(|(score, id)| {
+                let bytes = self
+                    .store
+                    .get_episode_raw(snap, &prefix, &id)?
+                    .ok_or_else(|| Error::corruption("a scanned record vanished from its snapshot"))?;
+                Ok(KeywordSearchResult { record: Episode::decode(id, &bytes)?, score })
+            })
+            .collect()
+    }
+
+    /// `search_memory_lexical`: one bounded BM25 page over one snapshot.
+    pub fn search_memory_lexical(&self, ns: &Namespace, q: &LexicalQuery) -> Result<LexicalPage> {
+        let terms = q.validate()?;
+        let now = now_ms();
+        let snap = self.store.snapshot();
+        let mut matcher = TermMatcher::new(terms);
+        let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
+        let budget = Budget { records: q.scan_limit, bytes: q.scan_bytes_limit };
+        let w =
+            self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: q.after, budget: Some(budget), now })?;
+        let hits = self.rank(&snap, ns, &w, q.limit)?;
+        Ok(LexicalPage {
+            hits,
+            matched_records: w.matched.len() as u64,
+            corpus_records: w.corpus.records,
+            scanned_records: w.scanned_records,
+            scanned_bytes: w.scanned_bytes,
+            next_after: w.next_after,
+            exhaustive: q.after.is_none() && w.next_after.is_none(),
+        })
+    }
+
+    /// `keyword_search`: BM25 over every visible record of the namespace. Text without
+    /// terms (blank, punctuation) or a zero limit returns no results.
+    pub fn keyword_search(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<KeywordSearchResult>> {
+        if q.text.len() > MAX_TEXT_BYTES {
+            return Err(Error::invalid(format!(
+                "`text` is {} bytes; at most {MAX_TEXT_BYTES} UTF-8 bytes are allowed",
+                q.text.len()
+            )));
+        }
+        let terms = tokenizer::query_terms(&q.text);
+        if terms.is_empty() || q.limit == 0 {
+            return Ok(Vec::new());
+        }
+        if terms.len() > MAX_TERMS {
+            return Err(Error::invalid(format!(
+                "`text` has {} distinct terms; at most {MAX_TERMS} are allowed",
+                terms.len()
+            )));
+        }
+        let now = now_ms();
+        let snap = self.store.snapshot();
+        let mut matcher = TermMatcher::new(terms);
+        let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
+        let w = self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
+        self.rank(&snap, ns, &w, q.limit)
+    }
+
+    /// The seed's `search_episodes`: visible records whose primary, secondary or context
+    /// text contains `text` (both lowercased), in UUID order, at most `limit`.
+    pub fn substring_search(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Episode>> {
+        if q.text.is_empty() {
+            return Err(Error::invalid("`text` is empty"));
+        }
+        let needle = q.text.to_lowercase();
+        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        let now = now_ms();
+        let snap = self.store.snapshot();
+        let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
+        let mut out = Vec::new();
+        let mut scan = self.store.scan_episodes(&snap, ns, None);
+        while out.len() < q.limit {
+            let Some(v) = scan.next_view()? else { break };
+            if !v.is_visible(now) || !filter.accepts(&v) {
+                continue;
+            }
+            let hit = [v.primary, v.secondary, v.context]
+                .iter()
+                .any(|t| finder.find(tokenizer_lower(t).as_bytes()).is_some());
+            if hit {
+                out.push(v.to_episode()?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn tokenizer_lower(t: &str) -> std::borrow::Cow<'_, str> {
+    crate::adk::tokenizer::lower(t)
+}
+
+/// JSON writers of the lexical results.
+pub fn write_results(out: &mut Vec<u8>, results: &[KeywordSearchResult]) {
+    out.extend_from_slice(b"{\"results\":[");
+    write_hits(out, results);
+    out.extend_from_slice(b"]}");
+}
+
+fn write_hits(out: &mut Vec<u8>, results: &[KeywordSearchResult]) {
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"record\":");
+        r.record.write_json(out);
+        out.extend_from_slice(b",\"score\":");
+        json::push_f64(out, r.score);
+        out.push(b'}');
+    }
+}
+
+pub fn write_page(out: &mut Vec<u8>, p: &LexicalPage) {
+    out.extend_from_slice(b"{\"hits\":[");
+    write_hits(out, &p.hits);
+    out.extend_from_slice(
+        format!(
+            "],\"matched_records\":{},\"corpus_records\":{},\"scanned_records\":{},\"scanned_bytes\":{},\"next_after\":",
+            p.matched_records, p.corpus_records, p.scanned_records, p.scanned_bytes
+        )
+        .as_bytes(),
+    );
+    match p.next_after {
+        Some(id) => json::push_str(out, &id.to_string()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(if p.exhaustive { b",\"exhaustive\":true}" } else { b",\"exhaustive\":false}" });
+}
+
+pub fn write_episodes(out: &mut Vec<u8>, eps: &[Episode]) {
+    out.extend_from_slice(b"{\"results\":[");
+    for (i, e) in eps.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"record\":");
+        e.write_json(out);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+}

@@ -1,0 +1,44 @@
+//! mnem: a persistent memory store for AI agents.
+//!
+//! Three ways to find what an agent remembered, over one RocksDB store:
+//! - the ADK memory seam (`Mnem::add_session`, `add_events`, `delete_memory`, `search`),
+//!   which ranks exactly like google-adk's `InMemoryMemoryService`;
+//! - lexical retrieval over episodes (`Mnem::keyword_search`, `search_memory_lexical`,
+//!   `substring_search`), BM25 in f64;
+//! - hybrid retrieval (`Mnem::hybrid_search`), BM25 and HNSW fused by weighted RRF.
+//!
+//! The C ABI in `ffi` wraps this API one function to one method.
+
+pub mod adk;
+pub mod episodes;
+pub mod error;
+pub mod ffi;
+pub mod hybrid;
+mod json;
+pub mod keys;
+pub mod lexical;
+mod mnem;
+pub mod record;
+pub mod store;
+pub mod vector;
+
+pub use adk::EventOptions;
+pub use episodes::{EpisodeInput, Expiry};
+pub use error::{Error, Result, Status};
+pub use hybrid::{EmbeddingProvider, HybridQuery, HybridSearchResult};
+pub use keys::Namespace;
+pub use lexical::{KeywordQuery, KeywordSearchResult, LexicalPage, LexicalQuery};
+pub use mnem::Mnem;
+pub use record::Episode;
+pub use store::{OpenOptions, FORMAT_VERSION, MEMORY_PATH};
+
+/// JSON writers used by the C ABI, public so that Rust callers can produce the same bytes.
+pub mod output {
+    pub use crate::hybrid::write_results as write_hybrid_results;
+    pub use crate::lexical::{write_episodes, write_page, write_results};
+}
+
+/// Parsers of the C ABI's JSON inputs, public for the same reason.
+pub mod input {
+    pub use crate::episodes::{parse_episode_line, parse_episode_lines, parse_id_lines};
+}

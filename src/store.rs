@@ -1,0 +1,271 @@
+//! The RocksDB store: opening, the on-disk format version, locking, write batches and
+//! snapshot reads. Retrieval modules build on these primitives; none of them talks to
+//! RocksDB's options directly.
+
+use crate::error::{Error, Result, Status};
+use crate::keys::{self, Namespace};
+use crate::record::RecordView;
+use rocksdb::{
+    ColumnFamily, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, Env, Options, ReadOptions, Snapshot, WriteBatch,
+    WriteOptions, DB,
+};
+use std::fs::File;
+use std::path::Path;
+use uuid::Uuid;
+
+/// The on-disk format this build writes; stores with a larger number are refused.
+pub const FORMAT_VERSION: u32 = 1;
+/// The path that opens a store living only in this process.
+pub const MEMORY_PATH: &str = ":memory:";
+
+pub(crate) const CF_META: &str = "meta";
+pub(crate) const CF_EPISODES: &str = "episodes";
+pub(crate) const CF_ADK: &str = "adk";
+const COLUMN_FAMILIES: [&str; 3] = [CF_META, CF_EPISODES, CF_ADK];
+const FORMAT_KEY: &[u8] = b"format_version";
+const LOCK_FILE: &str = "mnem.lock";
+
+/// How to open a store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Create the store when it does not exist.
+    pub create: bool,
+    /// Refuse every write.
+    pub read_only: bool,
+    /// fsync every write batch before the write returns.
+    pub sync_writes: bool,
+}
+
+/// An open store. `Sync`: one store serves many threads.
+pub struct Store {
+    db: DB,
+    read_only: bool,
+    sync_writes: bool,
+    // Keeps the exclusive advisory lock (released when the file closes) and, for `:memory:`,
+    // the in-process environment alive as long as the database.
+    _lock: Option<File>,
+    _env: Option<Env>,
+}
+
+impl Store {
+    pub fn open(path: &str, opts: OpenOptions) -> Result<Store> {
+        if opts.create && opts.read_only {
+            return Err(Error::invalid(
+                "MNEM_OPEN_CREATE and MNEM_OPEN_READ_ONLY cannot be combined: a read-only open cannot create a store",
+            ));
+        }
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        let (dir, lock, env) = if path == MEMORY_PATH {
+            let env = Env::mem_env()?;
+            db_opts.set_env(&env);
+            ("/mnem-memory".to_string(), None, Some(env))
+        } else {
+            if path.is_empty() {
+                return Err(Error::invalid("path is empty"));
+            }
+            let dir = Path::new(path);
+            let exists = dir.join("CURRENT").is_file();
+            if !exists && !opts.create {
+                return Err(Error::new(
+                    Status::NotFound,
+                    format!("no store at {path:?} (pass MNEM_OPEN_CREATE to create one)"),
+                ));
+            }
+            std::fs::create_dir_all(dir).map_err(|e| Error::new(Status::Io, format!("cannot create {path:?}: {e}")))?;
+            (path.to_string(), Some(lock_dir(dir)?), None)
+        };
+        let descriptors: Vec<ColumnFamilyDescriptor> =
+            COLUMN_FAMILIES.iter().map(|n| ColumnFamilyDescriptor::new(*n, db_opts.clone())).collect();
+        let db = if opts.read_only {
+            DB::open_cf_descriptors_read_only(&db_opts, &dir, descriptors, false)
+        } else {
+            DB::open_cf_descriptors(&db_opts, &dir, descriptors)
+        }
+        .map_err(|e| Error::from(e).context(format!("opening {path:?}")))?;
+        let store = Store { db, read_only: opts.read_only, sync_writes: opts.sync_writes, _lock: lock, _env: env };
+        store.check_format()?;
+        Ok(store)
+    }
+
+    fn check_format(&self) -> Result<()> {
+        match self.db.get_cf(self.cf(CF_META), FORMAT_KEY)? {
+            Some(v) => {
+                let bytes: [u8; 4] =
+                    v.as_slice().try_into().map_err(|_| Error::corruption("format version record is malformed"))?;
+                let found = u32::from_le_bytes(bytes);
+                if found > FORMAT_VERSION {
+                    return Err(Error::new(
+                        Status::Incompatible,
+                        format!("store has on-disk format {found}; this build reads formats up to {FORMAT_VERSION}"),
+                    ));
+                }
+                Ok(())
+            }
+            None if self.read_only => Err(Error::corruption("store has no format version record")),
+            None => {
+                // A store is born with its format record; a store that has episodes but no
+                // format record was not written by mnem.
+                let mut it = self.db.raw_iterator_cf(self.cf(CF_EPISODES));
+                it.seek_to_first();
+                if it.valid() {
+                    return Err(Error::corruption("store has records but no format version record"));
+                }
+                let mut b = WriteBatch::default();
+                b.put_cf(self.cf(CF_META), FORMAT_KEY, FORMAT_VERSION.to_le_bytes());
+                self.write(b)
+            }
+        }
+    }
+
+    /// Overwrite the format record; tests use it to simulate a store from a newer build.
+    #[doc(hidden)]
+    pub fn set_format_version_for_test(&self, v: u32) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.put_cf(self.cf(CF_META), FORMAT_KEY, v.to_le_bytes());
+        self.write(b)
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::new(Status::ReadOnly, "the store was opened read-only"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
+        self.db.cf_handle(name).expect("column families are created at open")
+    }
+
+    /// Commit one batch atomically (fsynced when `sync_writes` is set).
+    pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.check_writable()?;
+        let mut wo = WriteOptions::default();
+        wo.set_sync(self.sync_writes);
+        Ok(self.db.write_opt(batch, &wo)?)
+    }
+
+    /// Make every acknowledged write durable (fsync the write-ahead log).
+    pub fn flush(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        Ok(self.db.flush_wal(true)?)
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot<'_> {
+        self.db.snapshot()
+    }
+
+    pub(crate) fn get_episode_raw(&self, snap: &Snapshot<'_>, ns_prefix: &[u8], id: &Uuid) -> Result<Option<Vec<u8>>> {
+        Ok(snap.get_cf(self.cf(CF_EPISODES), keys::episode_key(ns_prefix, id))?)
+    }
+
+    pub(crate) fn get_cf(&self, snap: &Snapshot<'_>, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(snap.get_cf(self.cf(cf), key)?)
+    }
+
+    /// A raw iterator over the keys of `cf` that start with `prefix`, positioned at the first.
+    pub(crate) fn prefix_iter<'s>(
+        &'s self,
+        snap: &'s Snapshot<'s>,
+        cf: &str,
+        prefix: &[u8],
+        start: &[u8],
+    ) -> DBRawIteratorWithThreadMode<'s, DB> {
+        let mut ro = ReadOptions::default();
+        ro.set_snapshot(snap);
+        if let Some(upper) = keys::prefix_successor(prefix) {
+            ro.set_iterate_upper_bound(upper);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
+        it.seek(start);
+        it
+    }
+
+    /// Walk a namespace's episodes in UUID order, starting after `after` (exclusive).
+    pub(crate) fn scan_episodes<'s>(
+        &'s self,
+        snap: &'s Snapshot<'s>,
+        ns: &Namespace,
+        after: Option<Uuid>,
+    ) -> EpisodeScan<'s> {
+        let prefix = ns.prefix();
+        let start = match after {
+            Some(id) => {
+                let mut k = keys::episode_key(&prefix, &id);
+                k.push(0); // the smallest key after `after`
+                k
+            }
+            None => prefix.clone(),
+        };
+        let it = self.prefix_iter(snap, CF_EPISODES, &prefix, &start);
+        EpisodeScan { it, prefix_len: prefix.len(), started: false }
+    }
+}
+
+/// A cursor over stored episodes; `next` lends the key's UUID and the stored bytes.
+pub(crate) struct EpisodeScan<'s> {
+    it: DBRawIteratorWithThreadMode<'s, DB>,
+    prefix_len: usize,
+    started: bool,
+}
+
+impl EpisodeScan<'_> {
+    pub fn next(&mut self) -> Result<Option<(Uuid, &[u8])>> {
+        if self.started {
+            self.it.next();
+        }
+        self.started = true;
+        if !self.it.valid() {
+            self.it.status()?;
+            return Ok(None);
+        }
+        let key = self.it.key().expect("valid iterator has a key");
+        let id = key
+            .get(self.prefix_len..)
+            .and_then(|b| <[u8; 16]>::try_from(b).ok())
+            .map(Uuid::from_bytes)
+            .ok_or_else(|| Error::corruption("episode key has a malformed length"))?;
+        Ok(Some((id, self.it.value().expect("valid iterator has a value"))))
+    }
+
+    /// Like `next`, parsed into a view.
+    pub fn next_view(&mut self) -> Result<Option<RecordView<'_>>> {
+        match self.next()? {
+            Some((id, bytes)) => Ok(Some(RecordView::parse(id, bytes)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::new(Status::Io, format!("cannot open lock file {path:?}: {e}")))?;
+    // flock-style: a second open in this process uses a new file description, so it
+    // conflicts exactly like one from another process.
+    file.try_lock().map_err(|e| match e {
+        std::fs::TryLockError::WouldBlock => {
+            Error::new(Status::Busy, format!("store {dir:?} is already open (in this or another process)"))
+        }
+        std::fs::TryLockError::Error(e) => Error::new(Status::Io, format!("cannot lock {path:?}: {e}")),
+    })?;
+    Ok(file)
+}
+
+/// Milliseconds since the Unix epoch, now: every read request takes this once.
+pub fn now_ms() -> i64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,254 @@
+//! A hierarchical navigable small world graph (Malkov and Yashunin) over unit vectors,
+//! cosine similarity. Deleted nodes stay in the graph as waypoints and are filtered from
+//! results, so deletes never degrade connectivity; the owner rebuilds when they dominate.
+//! Levels come from a seeded generator, so the same inserts build the same graph.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashSet};
+
+const M: usize = 16;
+const M0: usize = 2 * M;
+const EF_CONSTRUCTION: usize = 128;
+
+#[derive(Clone, Copy, PartialEq)]
+struct Cand {
+    dist: f32,
+    node: u32,
+}
+impl Eq for Cand {}
+impl PartialOrd for Cand {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Cand {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.dist.total_cmp(&o.dist).then(self.node.cmp(&o.node))
+    }
+}
+
+pub struct Hnsw {
+    dim: usize,
+    data: Vec<f32>,
+    links: Vec<Vec<Vec<u32>>>,
+    deleted: Vec<bool>,
+    live: usize,
+    entry: Option<u32>,
+    top: usize,
+    rng: u64,
+}
+
+/// Scale to unit length, so that cosine similarity is a dot product.
+pub fn normalize(v: &[f32]) -> Vec<f32> {
+    let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    v.iter().map(|x| (f64::from(*x) / norm) as f32).collect()
+}
+
+impl Hnsw {
+    pub fn new(dim: usize) -> Hnsw {
+        Hnsw {
+            dim,
+            data: Vec::new(),
+            links: Vec::new(),
+            deleted: Vec::new(),
+            live: 0,
+            entry: None,
+            top: 0,
+            rng: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+    pub fn len(&self) -> usize {
+        self.deleted.len()
+    }
+    pub fn live(&self) -> usize {
+        self.live
+    }
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    fn vec(&self, n: u32) -> &[f32] {
+        let i = n as usize * self.dim;
+        &self.data[i..i + self.dim]
+    }
+
+    fn dist(&self, q: &[f32], n: u32) -> f32 {
+        1.0 - q.iter().zip(self.vec(n)).map(|(a, b)| a * b).sum::<f32>()
+    }
+
+    fn random_level(&mut self) -> usize {
+        // xorshift64*; level ~ floor(-ln(U) / ln(M)).
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let r = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let u = ((r >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        ((-u.ln()) / (M as f64).ln()) as usize
+    }
+
+    /// Insert a unit vector; returns its node number.
+    pub fn insert(&mut self, v: &[f32]) -> u32 {
+        assert_eq!(v.len(), self.dim, "caller checks the dimension");
+        let node = u32::try_from(self.deleted.len()).expect("fewer than 2^32 vectors");
+        let level = self.random_level().min(16);
+        self.data.extend_from_slice(v);
+        self.links.push(vec![Vec::new(); level + 1]);
+        self.deleted.push(false);
+        self.live += 1;
+        let Some(mut ep) = self.entry else {
+            self.entry = Some(node);
+            self.top = level;
+            return node;
+        };
+        for l in (level + 1..=self.top).rev() {
+            ep = self.greedy(v, ep, l);
+        }
+        let mut eps = vec![ep];
+        for l in (0..=level.min(self.top)).rev() {
+            let found = self.search_layer(v, &eps, EF_CONSTRUCTION, l);
+            let cap = if l == 0 { M0 } else { M };
+            let chosen = self.select(&found, M);
+            self.links[node as usize][l] = chosen.clone();
+            for &nb in &chosen {
+                let list = &mut self.links[nb as usize][l];
+                list.push(node);
+                if list.len() > cap {
+                    let base = self.vec(nb).to_vec();
+                    let mut c: Vec<Cand> = self.links[nb as usize][l]
+                        .iter()
+                        .map(|&x| Cand { dist: self.dist(&base, x), node: x })
+                        .collect();
+                    c.sort();
+                    self.links[nb as usize][l] = self.select(&c, cap);
+                }
+            }
+            eps = found.iter().map(|c| c.node).collect();
+        }
+        if level > self.top {
+            self.top = level;
+            self.entry = Some(node);
+        }
+        node
+    }
+
+    /// The neighbour-selection heuristic: keep a candidate only if it is closer to the base
+    /// than to every neighbour kept so far (spreads links across directions), then fill up
+    /// with the nearest of the rest. `sorted` is nearest first.
+    fn select(&self, sorted: &[Cand], m: usize) -> Vec<u32> {
+        let mut kept: Vec<u32> = Vec::with_capacity(m);
+        let mut rest = Vec::new();
+        for c in sorted {
+            if kept.len() == m {
+                break;
+            }
+            let v = self.vec(c.node);
+            if kept.iter().all(|&k| self.dist(v, k) > c.dist) {
+                kept.push(c.node);
+            } else {
+                rest.push(c.node);
+            }
+        }
+        for r in rest {
+            if kept.len() == m {
+                break;
+            }
+            kept.push(r);
+        }
+        kept
+    }
+
+    fn greedy(&self, q: &[f32], mut ep: u32, level: usize) -> u32 {
+        let mut best = self.dist(q, ep);
+        loop {
+            let mut moved = false;
+            for &nb in &self.links[ep as usize][level] {
+                let d = self.dist(q, nb);
+                if d < best {
+                    best = d;
+                    ep = nb;
+                    moved = true;
+                }
+            }
+            if !moved {
+                return ep;
+            }
+        }
+    }
+
+    /// Best-first search of one layer; returns up to `ef` candidates, nearest first.
+    fn search_layer(&self, q: &[f32], eps: &[u32], ef: usize, level: usize) -> Vec<Cand> {
+        let mut visited: HashSet<u32> = eps.iter().copied().collect();
+        let mut frontier: BinaryHeap<std::cmp::Reverse<Cand>> = BinaryHeap::new();
+        let mut best: BinaryHeap<Cand> = BinaryHeap::new();
+        for &e in eps {
+            let c = Cand { dist: self.dist(q, e), node: e };
+            frontier.push(std::cmp::Reverse(c));
+            best.push(c);
+        }
+        while best.len() > ef {
+            best.pop();
+        }
+        while let Some(std::cmp::Reverse(c)) = frontier.pop() {
+            if best.len() >= ef && c.dist > best.peek().expect("non-empty").dist {
+                break;
+            }
+            for &nb in &self.links[c.node as usize][level] {
+                if !visited.insert(nb) {
+                    continue;
+                }
+                let d = self.dist(q, nb);
+                if best.len() < ef || d < best.peek().expect("non-empty").dist {
+                    let n = Cand { dist: d, node: nb };
+                    frontier.push(std::cmp::Reverse(n));
+                    best.push(n);
+                    if best.len() > ef {
+                        best.pop();
+                    }
+                }
+            }
+        }
+        best.into_sorted_vec()
+    }
+
+    pub fn delete(&mut self, node: u32) {
+        if let Some(d) = self.deleted.get_mut(node as usize) {
+            if !*d {
+                *d = true;
+                self.live -= 1;
+            }
+        }
+    }
+
+    /// Up to `k` live nodes nearest to unit vector `q` that `keep` accepts, with their cosine
+    /// similarity, best first (ties by node number). `ef` bounds the search breadth.
+    pub fn search(&self, q: &[f32], k: usize, ef: usize, keep: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
+        let Some(mut ep) = self.entry else { return Vec::new() };
+        if k == 0 {
+            return Vec::new();
+        }
+        for l in (1..=self.top).rev() {
+            ep = self.greedy(q, ep, l);
+        }
+        // Widen until enough accepted results are found or the whole graph was in reach:
+        // deleted and filtered nodes take places in the beam.
+        let mut ef = ef.max(k);
+        loop {
+            let found = self.search_layer(q, &[ep], ef, 0);
+            let exhausted = found.len() < ef;
+            let out: Vec<(u32, f32)> = found
+                .iter()
+                .filter(|c| !self.deleted[c.node as usize] && keep(c.node))
+                .take(k)
+                .map(|c| (c.node, 1.0 - c.dist))
+                .collect();
+            if out.len() >= k || exhausted || ef >= self.len() {
+                return out;
+            }
+            ef = ef.saturating_mul(2).min(self.len());
+        }
+    }
+}

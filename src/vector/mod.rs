@@ -1,0 +1,139 @@
+//! Vectors: stored in each episode record (the source of truth); the per-namespace HNSW
+//! index is derived from them on first use after open and kept in step by every write.
+
+pub mod hnsw;
+
+use crate::error::{Error, Result};
+use crate::keys::Namespace;
+use crate::mnem::Mnem;
+use crate::record::Episode;
+use crate::store::{Store, CF_META};
+use hnsw::Hnsw;
+use parking_lot::RwLock;
+use rocksdb::{Snapshot, WriteBatch};
+use std::collections::HashMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// The HNSW index of one namespace and the episode behind each node.
+pub struct NsVectors {
+    pub hnsw: Hnsw,
+    node_of: HashMap<Uuid, u32>,
+    id_of: Vec<Uuid>,
+    expires: Vec<Option<i64>>,
+}
+
+impl NsVectors {
+    fn new(dim: usize) -> NsVectors {
+        NsVectors { hnsw: Hnsw::new(dim), node_of: HashMap::new(), id_of: Vec::new(), expires: Vec::new() }
+    }
+
+    fn remove(&mut self, id: &Uuid) {
+        if let Some(n) = self.node_of.remove(id) {
+            self.hnsw.delete(n);
+        }
+    }
+
+    fn add(&mut self, id: Uuid, v: &[f32], expires: Option<i64>) {
+        self.remove(&id);
+        let n = self.hnsw.insert(&hnsw::normalize(v));
+        self.node_of.insert(id, n);
+        self.id_of.push(id);
+        self.expires.push(expires);
+    }
+
+    /// Up to `k` visible episodes nearest to `query` (any length-`dim` vector), with their
+    /// cosine similarity, best first.
+    pub fn nearest(&self, query: &[f32], k: usize, now_ms: i64, keep: impl Fn(&Uuid) -> bool) -> Vec<(Uuid, f32)> {
+        let q = hnsw::normalize(query);
+        let ef = k.saturating_mul(2).max(128);
+        self.hnsw
+            .search(&q, k, ef, |n| self.expires[n as usize].is_none_or(|e| now_ms < e) && keep(&self.id_of[n as usize]))
+            .into_iter()
+            .map(|(n, s)| (self.id_of[n as usize], s))
+            .collect()
+    }
+
+    fn wants_rebuild(&self) -> bool {
+        let dead = self.hnsw.len() - self.hnsw.live();
+        dead > 1024 && dead > self.hnsw.live()
+    }
+}
+
+/// Loaded namespace indexes, by namespace prefix.
+#[derive(Default)]
+pub struct VectorCache {
+    map: RwLock<HashMap<Vec<u8>, Arc<RwLock<NsVectors>>>>,
+}
+
+fn dim_key(ns: &Namespace) -> Vec<u8> {
+    let mut k = b"dim:".to_vec();
+    k.extend_from_slice(&ns.prefix());
+    k
+}
+
+impl VectorCache {
+    /// The namespace's vector dimension, fixed by its first vector.
+    pub(crate) fn dimension(&self, store: &Store, snap: &Snapshot<'_>, ns: &Namespace) -> Result<Option<u32>> {
+        match store.get_cf(snap, CF_META, &dim_key(ns))? {
+            Some(v) => Ok(Some(u32::from_le_bytes(
+                v.as_slice().try_into().map_err(|_| Error::corruption("vector dimension record is malformed"))?,
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn stage_dimension(&self, store: &Store, batch: &mut WriteBatch, ns: &Namespace, dim: Option<u32>) {
+        if let Some(d) = dim {
+            batch.put_cf(store.cf(CF_META), dim_key(ns), d.to_le_bytes());
+        }
+    }
+
+    /// Bring a loaded index in step with episodes just committed.
+    pub(crate) fn apply<'e>(&self, prefix: &[u8], staged: impl Iterator<Item = &'e Episode>) {
+        let Some(ix) = self.map.read().get(prefix).cloned() else { return };
+        let mut ix = ix.write();
+        for e in staged {
+            match (&e.embedding, e.deleted) {
+                (Some(v), false) if v.len() == ix.hnsw.dim() => ix.add(e.id, v, e.expires_at_ms),
+                _ => ix.remove(&e.id),
+            }
+        }
+    }
+}
+
+impl Mnem {
+    /// The namespace's vector index, or None when it has no vectors. Built on first use
+    /// under the write lock, so no write lands between its snapshot and its publication.
+    pub(crate) fn vector_index(&self, ns: &Namespace) -> Result<Option<Arc<RwLock<NsVectors>>>> {
+        let prefix = ns.prefix();
+        if let Some(ix) = self.vectors.map.read().get(&prefix) {
+            if !ix.read().wants_rebuild() {
+                return Ok(Some(ix.clone()));
+            }
+        }
+        let _w = self.write_lock.lock();
+        if let Some(ix) = self.vectors.map.read().get(&prefix) {
+            if !ix.read().wants_rebuild() {
+                return Ok(Some(ix.clone()));
+            }
+        }
+        let snap = self.store.snapshot();
+        let Some(dim) = self.vectors.dimension(&self.store, &snap, ns)? else { return Ok(None) };
+        let mut ix = NsVectors::new(dim as usize);
+        let mut scan = self.store.scan_episodes(&snap, ns, None);
+        while let Some(view) = scan.next_view()? {
+            if view.deleted() {
+                continue;
+            }
+            if let Some(v) = view.embedding() {
+                if v.len() == dim as usize {
+                    ix.add(view.id, &v, view.expires_at_ms());
+                }
+            }
+        }
+        let ix = Arc::new(RwLock::new(ix));
+        self.vectors.map.write().insert(prefix, ix.clone());
+        Ok(Some(ix))
+    }
+}

@@ -1,0 +1,455 @@
+//! google-adk's own unit tests for `InMemoryMemoryService` (reference §2), ported, plus the
+//! 2.13.0 behaviours the reference page lists (tombstones, bucket order, batch atomicity).
+
+use mnem::{Mnem, Namespace, OpenOptions, Status};
+use serde_json::{json, Value};
+
+const APP: &str = "test-app";
+const USER: &str = "test-user";
+const OTHER: &str = "another-user";
+
+fn mem() -> Mnem {
+    Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap()
+}
+
+fn ns(user: &str) -> Namespace {
+    Namespace::new(APP, user)
+}
+
+/// An event as `Event.model_dump_json()` writes it (nulls included).
+fn ev(id: &str, author: &str, ts: f64, text: Option<&str>) -> String {
+    let content = match text {
+        Some(t) => json!({"parts": [{"text": t, "thought": null, "function_call": null}], "role": author}),
+        None => Value::Null,
+    };
+    json!({"content": content, "invocation_id": "inv", "author": author, "actions": {"state_delta": {}},
+           "id": id, "timestamp": ts, "branch": null})
+    .to_string()
+}
+
+fn lines(events: &[String]) -> String {
+    events.join("\n")
+}
+
+fn session1() -> String {
+    lines(&[
+        ev("event-1a", "user", 12345.0, Some("The ADK is a great toolkit.")),
+        ev("event-1b", "user", 12346.0, None),
+        ev("event-1c", "model", 12347.0, Some("I agree. The Agent Development Kit (ADK) rocks!")),
+    ])
+}
+
+fn session2() -> String {
+    ev("event-2a", "user", 54321.0, Some("I like to code in Python."))
+}
+
+fn search(m: &Mnem, user: &str, q: &str) -> Vec<Value> {
+    let out = m.search(&ns(user), q).unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    v["memories"].as_array().unwrap().clone()
+}
+
+fn texts(results: &[Value]) -> Vec<String> {
+    results.iter().map(|r| r["content"]["parts"][0]["text"].as_str().unwrap().to_string()).collect()
+}
+
+fn ids(m: &Mnem, user: &str, session: &str) -> Option<Vec<String>> {
+    m.session_event_ids(&ns(user), session).unwrap()
+}
+
+#[test]
+fn t01_add_session_to_memory() {
+    let m = mem();
+    assert_eq!(m.add_session(&ns(USER), "session-1", &session1()).unwrap(), 2);
+    assert_eq!(ids(&m, USER, "session-1").unwrap(), ["event-1a", "event-1c"]);
+}
+
+#[test]
+fn t02_add_events_with_explicit_events() {
+    let m = mem();
+    let a = ev("event-1a", "user", 12345.0, Some("The ADK is a great toolkit."));
+    assert_eq!(m.add_events(&ns(USER), "session-1", &a, "").unwrap(), 1);
+    assert_eq!(ids(&m, USER, "session-1").unwrap(), ["event-1a"]);
+}
+
+#[test]
+fn t03_add_events_without_session_id_uses_default_bucket() {
+    let m = mem();
+    let a = ev("event-1a", "user", 12345.0, Some("The ADK is a great toolkit."));
+    m.add_events(&ns(USER), "", &a, "").unwrap();
+    assert_eq!(ids(&m, USER, mnem::adk::UNKNOWN_SESSION_ID).unwrap(), ["event-1a"]);
+    assert_eq!(ids(&m, USER, ""), None, "the empty id is not a bucket of its own");
+}
+
+#[test]
+fn t04_add_events_alias_is_supported() {
+    // Python accepts `add_events_to_memory` by keyword alias; the C ABI has one name.
+    let m = mem();
+    m.add_events(&ns(USER), "session-1", &ev("event-1a", "user", 1.0, Some("x")), "{}").unwrap();
+    assert_eq!(ids(&m, USER, "session-1").unwrap(), ["event-1a"]);
+}
+
+#[test]
+fn t05_add_events_appends_without_replacing() {
+    let m = mem();
+    m.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    let d = ev("event-1d", "user", 12348.0, Some("A new fact."));
+    assert_eq!(m.add_events(&ns(USER), "session-1", &d, "").unwrap(), 1);
+    assert_eq!(ids(&m, USER, "session-1").unwrap(), ["event-1a", "event-1c", "event-1d"]);
+}
+
+#[test]
+fn t06_add_events_deduplicates_event_ids_first_write_wins() {
+    let m = mem();
+    m.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    let dup = ev("event-1a", "user", 12345.0, Some("Updated duplicate text."));
+    assert_eq!(m.add_events(&ns(USER), "session-1", &dup, "").unwrap(), 0);
+    assert_eq!(ids(&m, USER, "session-1").unwrap(), ["event-1a", "event-1c"]);
+    assert!(search(&m, USER, "Updated").is_empty());
+    assert_eq!(texts(&search(&m, USER, "toolkit")), ["The ADK is a great toolkit."]);
+    // Within one batch too.
+    let batch = lines(&[ev("n1", "user", 1.0, Some("first")), ev("n1", "user", 2.0, Some("second"))]);
+    assert_eq!(m.add_events(&ns(USER), "session-9", &batch, "").unwrap(), 1);
+    assert!(search(&m, USER, "second").is_empty());
+}
+
+#[test]
+fn t07_add_session_with_no_events() {
+    let m = mem();
+    assert_eq!(m.add_session(&ns(USER), "session-4", "").unwrap(), 0);
+    assert_eq!(ids(&m, USER, "session-4").unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn t08_search_simple_match() {
+    let m = mem();
+    m.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    m.add_session(&ns(USER), "session-2", &session2()).unwrap();
+    let r = search(&m, USER, "Python");
+    assert_eq!(texts(&r), ["I like to code in Python."]);
+    assert_eq!(r[0]["author"], "user");
+    assert_eq!(r[0]["id"], "event-2a");
+    assert_eq!(r[0]["custom_metadata"], json!({}));
+}
+
+#[test]
+fn t09_search_case_insensitive_match() {
+    let m = mem();
+    m.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    assert_eq!(texts(&search(&m, USER, "development")), ["I agree. The Agent Development Kit (ADK) rocks!"]);
+}
+
+#[test]
+fn t10_search_multiple_matches() {
+    let m = mem();
+    m.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    let mut t = texts(&search(&m, USER, "How about ADK?"));
+    t.sort();
+    assert_eq!(t, ["I agree. The Agent Development Kit (ADK) rocks!", "The ADK is a great toolkit."]);
+}
+
+#[test]
+fn t11_search_no_match() {
+    let m = mem();
+    m.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    assert!(search(&m, USER, "nonexistent").is_empty());
+}
+
+#[test]
+fn t12_search_is_scoped_by_user() {
+    let m = mem();
+    m.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    m.add_session(&ns(OTHER), "session-3", &ev("event-3a", "user", 1.0, Some("This is a secret."))).unwrap();
+    assert!(search(&m, USER, "secret").is_empty());
+    assert_eq!(texts(&search(&m, OTHER, "secret")), ["This is a secret."]);
+}
+
+#[test]
+fn t13_search_does_not_collide_on_slash_in_identifiers() {
+    let m = mem();
+    let e = ev("event-3a", "user", 1.0, Some("This is a secret."));
+    m.add_session(&Namespace::new("app/other-user", "user"), "s", &e).unwrap();
+    let out = m.search(&Namespace::new("app", "other-user/user"), "secret").unwrap();
+    assert_eq!(out, br#"{"memories":[]}"#);
+}
+
+fn nfd(s: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    s.nfd().collect()
+}
+
+#[test]
+fn t14_search_non_latin_22_cases() {
+    let cases: Vec<(String, String, usize)> = vec![
+        ("私の名前は太郎です".into(), "太郎".into(), 1),
+        ("私の名前は太郎です".into(), "天気".into(), 0),
+        ("我喜欢机器学习".into(), "机器学习".into(), 1),
+        ("我喜欢机器学习".into(), "天气预报".into(), 0),
+        ("제 이름은 민수입니다".into(), "민수입니다".into(), 1),
+        ("Меня зовут Алексей".into(), "Алексей".into(), 1),
+        ("太郎 works at ABC Corp".into(), "太郎".into(), 1),
+        ("太郎 works at ABC Corp".into(), "ABC".into(), 1),
+        ("私はPythonでADKを使っています".into(), "Python".into(), 1),
+        ("私はPythonでADKを使っています".into(), "adk".into(), 1),
+        ("我用Python写代码".into(), "python".into(), 1),
+        ("私はPythonでADKを使っています".into(), "使って".into(), 1),
+        ("私はPythonでADKを使っています".into(), "Java".into(), 0),
+        ("I like to code in Python.".into(), "thon".into(), 0),
+        ("私はPythonでADKを使っています".into(), "thon".into(), 0),
+        (nfd("私はCaféでADKを使っています"), "Café".into(), 1),
+        (nfd("私はCaféでADKを使っています"), "café".into(), 1),
+        (nfd("私はCaféでADKを使っています"), "Ruby".into(), 0),
+        (nfd("Meet at the Café"), "Café".into(), 1),
+        ("Meet at the Café".into(), nfd("Café"), 1),
+        (nfd("プログラミングを学ぶ"), "プログラミング".into(), 1),
+        (nfd("제 이름은 민수입니다"), "민수입니다".into(), 1),
+    ];
+    assert_eq!(cases.len(), 22);
+    for (text, query, expected) in cases {
+        let m = mem();
+        m.add_session(&ns(USER), "s", &ev("event-i18n", "user", 1.0, Some(&text))).unwrap();
+        assert_eq!(search(&m, USER, &query).len(), expected, "{text:?} / {query:?}");
+    }
+}
+
+#[test]
+fn t15_search_ranks_by_number_of_matching_words() {
+    let m = mem();
+    let s = lines(&[
+        ev("ranked-a", "user", 1.0, Some("The deploy is ready.")),
+        ev("ranked-b", "user", 2.0, Some("Ready.")),
+        ev("ranked-c", "user", 3.0, Some("The deploy status is ready.")),
+    ]);
+    m.add_session(&ns(USER), "s", &s).unwrap();
+    assert_eq!(
+        texts(&search(&m, USER, "deploy status ready")),
+        ["The deploy status is ready.", "The deploy is ready.", "Ready."]
+    );
+}
+
+#[test]
+fn t16_search_returns_at_most_ten_memories() {
+    let m = mem();
+    let mut events: Vec<String> =
+        (0..20).map(|i| ev(&format!("n{i}"), "user", i as f64, Some(&format!("note {i} about work")))).collect();
+    events.push(ev("backlog", "user", 99.0, Some("the backlog note about work")));
+    m.add_session(&ns(USER), "s", &lines(&events)).unwrap();
+    let mut want = vec!["the backlog note about work".to_string()];
+    want.extend((0..9).map(|i| format!("note {i} about work")));
+    assert_eq!(texts(&search(&m, USER, "work backlog note")), want);
+}
+
+#[test]
+fn t17_thread_safe_against_concurrent_writes() {
+    let m = mem();
+    for i in 0..50 {
+        m.add_session(
+            &ns(USER),
+            &format!("seed-{i}"),
+            &ev(&format!("e{i}"), "user", 1.0, Some(&format!("fact about seed-{i}"))),
+        )
+        .unwrap();
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..500 {
+                let e = ev(&format!("w{i}"), "user", 1.0, Some(&format!("fact about writer-{i}")));
+                m.add_session(&ns(USER), &format!("writer-{i}"), &e).unwrap();
+            }
+        });
+        for _ in 0..2 {
+            s.spawn(|| {
+                for _ in 0..500 {
+                    let r = search(&m, USER, "fact");
+                    assert_eq!(r.len(), 10);
+                }
+            });
+        }
+    });
+    // Ties keep insertion order: the seeds came first.
+    assert_eq!(search(&m, USER, "fact")[0]["id"], "e0");
+}
+
+#[test]
+fn t18_ingested_memories_do_not_follow_caller_mutations() {
+    for via_session in [true, false] {
+        let m = mem();
+        let mut line = ev("j", "user", 1.0, Some("I prefer jasmine tea."));
+        if via_session {
+            m.add_session(&ns(USER), "s", &line).unwrap();
+        } else {
+            m.add_events(&ns(USER), "s", &line, "").unwrap();
+        }
+        line = line.replace("jasmine", "green").replace("\"user\"", "\"model\"");
+        assert!(line.contains("green"));
+        let r = search(&m, USER, "jasmine");
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0]["author"], "user");
+        assert_eq!(texts(&r), ["I prefer jasmine tea."]);
+    }
+}
+
+#[test]
+fn t19_retrieved_memories_do_not_mutate_storage() {
+    let m = mem();
+    m.add_session(&ns(USER), "s", &ev("j", "user", 1.0, Some("I prefer jasmine tea."))).unwrap();
+    let mut first = search(&m, USER, "jasmine");
+    first[0]["content"]["parts"] = json!([]);
+    assert_eq!(texts(&search(&m, USER, "jasmine")), ["I prefer jasmine tea."]);
+}
+
+#[test]
+fn content_comes_back_byte_for_byte() {
+    let m = mem();
+    let line = r#"{"id":"x","author":"user","timestamp":1.0,"content":{"parts":[{"text":"tea time","thought":null,"x_unknown":{"a":1.50}}],"role":"user"}}"#;
+    m.add_session(&ns(USER), "s", line).unwrap();
+    let out = String::from_utf8(m.search(&ns(USER), "tea").unwrap()).unwrap();
+    assert!(
+        out.contains(
+            r#""content":{"parts":[{"text":"tea time","thought":null,"x_unknown":{"a":1.50}}],"role":"user"}"#
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn delete_memory_removes_everywhere_and_tombstones() {
+    let m = mem();
+    let n0 = ev("n0", "user", 1.0, Some("green tea"));
+    m.add_session(&ns(USER), "a", &lines(&[n0.clone(), ev("n1", "user", 2.0, Some("black tea"))])).unwrap();
+    m.add_events(&ns(USER), "b", &n0, "").unwrap();
+    assert_eq!(m.delete_memory(&ns(USER), "").unwrap(), 0);
+    assert_eq!(m.delete_memory(&ns(USER), "unknown").unwrap(), 0);
+    assert_eq!(m.delete_memory(&ns(USER), "n0").unwrap(), 2);
+    assert_eq!(texts(&search(&m, USER, "tea")), ["black tea"]);
+    // Permanent: neither a re-added session nor a delta brings it back.
+    m.add_session(&ns(USER), "a", &lines(&[n0.clone(), ev("n1", "user", 2.0, Some("black tea"))])).unwrap();
+    assert_eq!(m.add_events(&ns(USER), "c", &n0, "").unwrap(), 0);
+    assert_eq!(texts(&search(&m, USER, "tea")), ["black tea"]);
+    // An unknown id deleted before it exists records no tombstone.
+    m.add_events(&ns(USER), "c", &ev("unknown", "user", 3.0, Some("oolong tea")), "").unwrap();
+    assert_eq!(search(&m, USER, "oolong").len(), 1);
+    // Other users are untouched.
+    m.add_events(&ns(OTHER), "a", &n0, "").unwrap();
+    assert_eq!(search(&m, OTHER, "green").len(), 1);
+}
+
+#[test]
+fn re_added_session_keeps_its_position_and_drops_delta_only_events() {
+    let m = mem();
+    m.add_session(&ns(USER), "A", &lines(&[ev("a1", "u", 1.0, Some("alpha beta")), ev("a2", "u", 2.0, Some("beta"))]))
+        .unwrap();
+    m.add_session(&ns(USER), "B", &ev("b1", "u", 3.0, Some("alpha beta gamma"))).unwrap();
+    m.add_events(&ns(USER), "A", &ev("a3", "u", 4.0, Some("beta delta")), "").unwrap();
+    let order = |q: &str| search(&m, USER, q).iter().map(|r| r["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(order("beta"), ["a1", "a2", "a3", "b1"]);
+    assert_eq!(order("alpha beta gamma"), ["b1", "a1", "a2", "a3"]);
+    // Re-adding A replaces its bucket wholesale (a3 was delta-only) but A stays first.
+    m.add_session(&ns(USER), "A", &lines(&[ev("a2", "u", 2.0, Some("beta")), ev("a1", "u", 1.0, Some("alpha beta"))]))
+        .unwrap();
+    assert_eq!(order("beta"), ["a2", "a1", "b1"]);
+    assert_eq!(ids(&m, USER, "A").unwrap(), ["a2", "a1"]);
+}
+
+#[test]
+fn bad_batches_store_nothing() {
+    let m = mem();
+    let good = ev("g", "user", 1.0, Some("good tea"));
+    for bad in [
+        "{not json",
+        "[1,2]",
+        "42",
+        r#"{"id":"x","content":{"parts":"nope"}}"#,
+        r#"{"id":"x","timestamp":"noon","content":{"parts":[{"text":"t"}]}}"#,
+    ] {
+        let batch = format!("{good}\n{bad}");
+        let e = m.add_session(&ns(USER), "s", &batch).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument);
+        assert!(e.message.contains("line 2"), "{}", e.message);
+        let e = m.add_events(&ns(USER), "s", &batch, "").unwrap_err();
+        assert!(e.message.contains("line 2"), "{}", e.message);
+        assert!(search(&m, USER, "tea").is_empty());
+        assert_eq!(ids(&m, USER, "s"), None);
+    }
+    let e = m.add_events(&ns(USER), "s", &good, r#"{"ttl_ms":"soon"}"#).unwrap_err();
+    assert!(e.message.contains("ttl_ms"), "{}", e.message);
+    assert!(m.add_events(&ns(USER), "s", &good, "[]").is_err());
+    assert!(search(&m, USER, "tea").is_empty());
+}
+
+#[test]
+fn custom_metadata_ttl_expires_events() {
+    let m = mem();
+    m.add_events(&ns(USER), "s", &ev("t", "user", 1.0, Some("ephemeral tea")), r#"{"ttl_ms":1,"ignored":true}"#)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(search(&m, USER, "tea").is_empty());
+    // Expired events no longer block their id.
+    assert_eq!(m.add_events(&ns(USER), "s", &ev("t", "user", 1.0, Some("lasting tea")), "").unwrap(), 1);
+    assert_eq!(texts(&search(&m, USER, "tea")), ["lasting tea"]);
+}
+
+#[test]
+fn events_are_episodes_for_the_lexical_apis() {
+    let m = mem();
+    m.add_events(&ns(USER), "s", &ev("e", "user", 1.0, Some("Jasmine tea")), r#"{"tags":["drinks"]}"#).unwrap();
+    let mut q = mnem::KeywordQuery::new("jasmine");
+    q.episode_type = Some("event".into());
+    q.tag = Some("drinks".into());
+    let r = m.keyword_search(&ns(USER), &q).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].record.event_id.as_deref(), Some("e"));
+    assert_eq!(r[0].record.session_id.as_deref(), Some("s"));
+    assert_eq!(r[0].record.primary, "Jasmine tea");
+}
+
+#[test]
+fn memory_episodes_are_searched_after_buckets() {
+    let m = mem();
+    let content = r#"{"parts":[{"text":"tea is good"}],"role":"user"}"#;
+    let input = mnem::EpisodeInput {
+        episode_type: "memory".into(),
+        content: Some(content.into()),
+        author: Some("user".into()),
+        ..Default::default()
+    };
+    let ids = m.put_episodes(&ns(USER), vec![input]).unwrap();
+    m.add_session(&ns(USER), "s", &ev("e1", "user", 1.0, Some("tea"))).unwrap();
+    let r = search(&m, USER, "tea");
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0]["id"], "e1");
+    assert_eq!(r[1]["id"], ids[0].to_string());
+    assert_eq!(r[1]["timestamp"], Value::Null);
+    assert_eq!(m.delete_memory(&ns(USER), &ids[0].to_string()).unwrap(), 1);
+    assert_eq!(search(&m, USER, "tea").len(), 1);
+}
+
+#[test]
+fn order_survives_reopen() {
+    let dir = tempdir();
+    let order =
+        |m: &Mnem| search(m, USER, "beta").iter().map(|r| r["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    {
+        let m = Mnem::open(&dir, OpenOptions { create: true, ..Default::default() }).unwrap();
+        m.add_session(&ns(USER), "B", &ev("b1", "u", 3.0, Some("beta"))).unwrap();
+        m.add_session(
+            &ns(USER),
+            "A",
+            &lines(&[ev("a1", "u", 1.0, Some("alpha beta")), ev("a2", "u", 2.0, Some("beta"))]),
+        )
+        .unwrap();
+        m.add_events(&ns(USER), "B", &ev("b2", "u", 4.0, Some("beta")), "").unwrap();
+        m.delete_memory(&ns(USER), "a1").unwrap();
+        assert_eq!(order(&m), ["b1", "b2", "a2"]);
+    }
+    let m = Mnem::open(&dir, OpenOptions::default()).unwrap();
+    assert_eq!(order(&m), ["b1", "b2", "a2"]);
+    assert_eq!(m.add_events(&ns(USER), "A", &ev("a1", "u", 1.0, Some("beta")), "").unwrap(), 0, "tombstone persisted");
+    drop(m);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn tempdir() -> String {
+    let d = std::env::temp_dir().join(format!("mnem-adk-{}", uuid::Uuid::now_v7()));
+    d.to_string_lossy().into_owned()
+}

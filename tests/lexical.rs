@@ -1,0 +1,520 @@
+//! BM25 keyword search and the bounded lexical page, checked against an independent oracle:
+//! the contract's formula computed here from scratch over the records the test wrote.
+
+use mnem::{EpisodeInput, Expiry, KeywordQuery, LexicalQuery, Mnem, Namespace, OpenOptions, Status};
+use std::collections::{BTreeMap, HashMap};
+use uuid::Uuid;
+
+fn mem() -> Mnem {
+    Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap()
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, xs: &'a [&'a str]) -> &'a str {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "tea",
+    "Tea",
+    "TEA",
+    "coffee",
+    "Straße",
+    "STRASSE",
+    "école",
+    "École",
+    "ΟΔΟΣ",
+    "οδός",
+    "Москва",
+    "москва",
+    "東京",
+    "東京タワー",
+    "हिन्दी",
+    "भाषा",
+    "x²",
+    "2024年",
+    "naïve",
+    "NAÏVE",
+    "deploy",
+    "ready",
+    "status",
+    "the",
+    "a",
+    "İstanbul",
+    "ﬁnance",
+    "data-set",
+    "v1.2",
+    "über",
+    "Über",
+    "日本語",
+    "한국어",
+    "مرحبا",
+    "שלום",
+];
+
+fn sentence(r: &mut Rng, n: usize) -> String {
+    let seps = [" ", ", ", "; ", "-", " (", ") ", "…", "\n"];
+    let mut s = String::new();
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(seps[(r.next() % seps.len() as u64) as usize]);
+        }
+        s.push_str(r.pick(WORDS));
+    }
+    s
+}
+
+/// The oracle's own tokenizer: alphanumeric runs, lowercased per token.
+fn oracle_tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(|t| t.to_lowercase()).collect()
+}
+
+#[derive(Clone, Debug)]
+struct Doc {
+    text: [String; 3],
+    episode_type: String,
+    tags: Vec<String>,
+    visible: bool,
+}
+
+/// BM25 from the contract, over `docs` (already filtered to the corpus).
+fn oracle(docs: &BTreeMap<Uuid, Doc>, query: &str) -> Vec<(Uuid, f64)> {
+    let mut terms: Vec<String> = Vec::new();
+    for t in oracle_tokens(query) {
+        if !terms.contains(&t) {
+            terms.push(t);
+        }
+    }
+    let toks: Vec<(Uuid, Vec<String>)> =
+        docs.iter().map(|(id, d)| (*id, d.text.iter().flat_map(|t| oracle_tokens(t)).collect())).collect();
+    let n = toks.len() as f64;
+    let avgdl = toks.iter().map(|(_, t)| t.len() as f64).sum::<f64>() / n;
+    let df: Vec<f64> = terms.iter().map(|q| toks.iter().filter(|(_, t)| t.contains(q)).count() as f64).collect();
+    let mut out: Vec<(Uuid, f64)> = toks
+        .iter()
+        .filter(|(_, t)| terms.iter().any(|q| t.contains(q)))
+        .map(|(id, t)| {
+            let dl = t.len() as f64;
+            let s = terms
+                .iter()
+                .zip(&df)
+                .map(|(q, &df)| {
+                    let tf = t.iter().filter(|x| *x == q).count() as f64;
+                    let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                    idf * tf * 2.2 / (tf + 1.2 * (1.0 - 0.75 + 0.75 * dl / avgdl))
+                })
+                .sum();
+            (*id, s)
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
+    out
+}
+
+fn assert_same(got: &[(Uuid, f64)], want: &[(Uuid, f64)], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: result count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.0, w.0, "{what}: rank {i}");
+        let rel = ((g.1 - w.1) / w.1).abs();
+        assert!(rel <= 1e-9, "{what}: rank {i} score {} vs {}", g.1, w.1);
+    }
+}
+
+/// A namespace with updates, deletes, expired records and two types and tags, mirrored in
+/// the oracle's map.
+fn corpus(m: &Mnem, ns: &Namespace, seed: u64, n: usize) -> BTreeMap<Uuid, Doc> {
+    let mut r = Rng(seed);
+    let mut docs = BTreeMap::new();
+    let mut inputs = Vec::new();
+    for i in 0..n {
+        let d = Doc {
+            text: [sentence(&mut r, 3 + (i % 17)), sentence(&mut r, i % 3), sentence(&mut r, i % 5)],
+            episode_type: if i % 3 == 0 { "fact".into() } else { "note".into() },
+            tags: if i % 4 == 0 { vec!["red".into()] } else { vec!["blue".into(), "green".into()] },
+            visible: true,
+        };
+        let expiry = if i % 11 == 5 {
+            Expiry::At(1)
+        } else if i % 13 == 0 {
+            Expiry::Ttl(3_600_000)
+        } else {
+            Expiry::Never
+        };
+        inputs.push((d, expiry));
+    }
+    let ids = m
+        .put_episodes(
+            ns,
+            inputs
+                .iter()
+                .map(|(d, e)| EpisodeInput {
+                    episode_type: d.episode_type.clone(),
+                    tags: d.tags.clone(),
+                    primary: d.text[0].clone(),
+                    secondary: d.text[1].clone(),
+                    context: d.text[2].clone(),
+                    expiry: *e,
+                    ..Default::default()
+                })
+                .collect(),
+        )
+        .unwrap();
+    for (id, (mut d, e)) in ids.iter().zip(inputs) {
+        d.visible = e != Expiry::At(1);
+        docs.insert(*id, d);
+    }
+    // Updates: new text, new revision.
+    let upd: Vec<Uuid> = ids.iter().step_by(7).copied().collect();
+    let mut batch = Vec::new();
+    for id in &upd {
+        let d = docs.get_mut(id).unwrap();
+        d.text[0] = sentence(&mut r, 9);
+        batch.push(EpisodeInput {
+            id: Some(*id),
+            episode_type: d.episode_type.clone(),
+            tags: d.tags.clone(),
+            primary: d.text[0].clone(),
+            secondary: d.text[1].clone(),
+            context: d.text[2].clone(),
+            ..Default::default()
+        });
+        d.visible = true;
+    }
+    m.put_episodes(ns, batch).unwrap();
+    // Deletes.
+    let del: Vec<Uuid> = ids.iter().skip(3).step_by(9).copied().collect();
+    m.delete_episodes(ns, &del).unwrap();
+    for id in &del {
+        docs.get_mut(id).unwrap().visible = false;
+    }
+    docs
+}
+
+fn filtered(docs: &BTreeMap<Uuid, Doc>, ty: Option<&str>, tag: Option<&str>) -> BTreeMap<Uuid, Doc> {
+    docs.iter()
+        .filter(|(_, d)| {
+            d.visible && ty.is_none_or(|t| d.episode_type == t) && tag.is_none_or(|t| d.tags.iter().any(|x| x == t))
+        })
+        .map(|(k, v)| (*k, v.clone()))
+        .collect()
+}
+
+fn scored(r: Vec<mnem::KeywordSearchResult>) -> Vec<(Uuid, f64)> {
+    r.into_iter().map(|h| (h.record.id, h.score)).collect()
+}
+
+const QUERIES: &[&str] = &[
+    "tea",
+    "TEA coffee",
+    "straße",
+    "strasse",
+    "École",
+    "οδος",
+    "ΟΔΟΣ",
+    "москва",
+    "東京",
+    "東京タワー",
+    "हिन्दी",
+    "x²",
+    "2024年",
+    "naïve über",
+    "the a deploy ready status",
+    "İstanbul",
+    "ﬁnance",
+    "data set",
+    "v1 2",
+    "日本語 한국어",
+    "مرحبا שלום tea",
+];
+
+#[test]
+fn keyword_search_equals_the_oracle() {
+    let m = mem();
+    let ns = Namespace::new("app", "u");
+    let docs = corpus(&m, &ns, 42, 400);
+    for q in QUERIES {
+        for (ty, tag) in [(None, None), (Some("note"), None), (None, Some("red")), (Some("fact"), Some("blue"))] {
+            let mut kq = KeywordQuery::new(*q);
+            kq.limit = 1000;
+            kq.episode_type = ty.map(String::from);
+            kq.tag = tag.map(String::from);
+            let got = scored(m.keyword_search(&ns, &kq).unwrap());
+            let want = oracle(&filtered(&docs, ty, tag), q);
+            assert_same(&got, &want, &format!("{q:?} {ty:?} {tag:?}"));
+        }
+    }
+}
+
+#[test]
+fn an_exhaustive_page_equals_keyword_search() {
+    let m = mem();
+    let ns = Namespace::new("app", "u");
+    let docs = corpus(&m, &ns, 7, 300);
+    for q in QUERIES {
+        let mut lq = LexicalQuery::new(*q);
+        lq.limit = 100;
+        let page = m.search_memory_lexical(&ns, &lq).unwrap();
+        assert!(page.exhaustive && page.next_after.is_none());
+        assert_eq!(page.scanned_records, docs.len() as u64);
+        let want = oracle(&filtered(&docs, None, None), q);
+        assert_eq!(page.matched_records, want.len() as u64);
+        assert_eq!(page.corpus_records, filtered(&docs, None, None).len() as u64);
+        let n = want.len().min(100);
+        assert_same(&scored(page.hits), &want[..n], q);
+    }
+}
+
+#[test]
+fn paging_visits_every_record_once_with_window_statistics() {
+    let m = mem();
+    let ns = Namespace::new("app", "u");
+    let docs = corpus(&m, &ns, 9, 250);
+    let all: Vec<Uuid> = docs.keys().copied().collect();
+    for scan_limit in [1usize, 7, 64, 249, 250, 251] {
+        let mut after = None;
+        let mut seen = 0usize;
+        let mut pages = 0;
+        loop {
+            let mut q = LexicalQuery::new("tea coffee the");
+            q.limit = 100;
+            q.after = after;
+            q.scan_limit = scan_limit;
+            let page = m.search_memory_lexical(&ns, &q).unwrap();
+            let window: Vec<Uuid> = all[seen..seen + page.scanned_records as usize].to_vec();
+            let wdocs: BTreeMap<Uuid, Doc> = window.iter().map(|id| (*id, docs[id].clone())).collect();
+            let corpus = filtered(&wdocs, None, None);
+            assert_eq!(page.corpus_records, corpus.len() as u64);
+            if !corpus.is_empty() {
+                let want = oracle(&corpus, "tea coffee the");
+                assert_eq!(page.matched_records, want.len() as u64);
+                assert_same(&scored(page.hits.clone()), &want[..want.len().min(100)], "window");
+            }
+            seen += page.scanned_records as usize;
+            pages += 1;
+            assert_eq!(page.exhaustive, after.is_none() && page.next_after.is_none(), "the seed's rule");
+            match page.next_after {
+                Some(n) => {
+                    assert_eq!(n, all[seen - 1], "next_after is the last visited record");
+                    after = Some(n);
+                }
+                None => break,
+            }
+        }
+        assert_eq!(seen, all.len(), "scan_limit {scan_limit}: every record exactly once");
+        assert_eq!(pages, all.len().div_ceil(scan_limit).max(1));
+    }
+}
+
+#[test]
+fn byte_budget_pages_and_rejects_budgets_that_cannot_progress() {
+    let m = mem();
+    let ns = Namespace::new("app", "u");
+    corpus(&m, &ns, 3, 60);
+    let mut q = LexicalQuery::new("tea");
+    q.scan_bytes_limit = 1;
+    let e = m.search_memory_lexical(&ns, &q).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    assert!(e.message.contains("scan_bytes_limit"), "{}", e.message);
+    q.scan_bytes_limit = 2000;
+    let page = m.search_memory_lexical(&ns, &q).unwrap();
+    assert!(page.scanned_bytes <= 2000 && page.scanned_records > 0 && page.next_after.is_some());
+    assert!(!page.exhaustive);
+    q.scan_bytes_limit = 64 << 20;
+    let full = m.search_memory_lexical(&ns, &q).unwrap();
+    assert!(full.exhaustive);
+    assert!(full.scanned_bytes > page.scanned_bytes);
+}
+
+#[test]
+fn other_namespaces_change_no_statistic() {
+    let m = mem();
+    let a = Namespace::new("app", "u");
+    let docs = corpus(&m, &a, 5, 120);
+    let before = m.search_memory_lexical(&a, &LexicalQuery::new("tea")).unwrap();
+    for (app, user) in [("app", "u2"), ("app/u", ""), ("", "app/u"), ("ap", "pu")] {
+        corpus(&m, &Namespace::new(app, user), 6, 80);
+    }
+    let after = m.search_memory_lexical(&a, &LexicalQuery::new("tea")).unwrap();
+    assert_eq!(before, after);
+    assert_eq!(after.scanned_records, docs.len() as u64);
+}
+
+fn put(m: &Mnem, ns: &Namespace, texts: &[(&str, &str, &str)]) -> Vec<Uuid> {
+    m.put_episodes(
+        ns,
+        texts
+            .iter()
+            .map(|(p, s, c)| EpisodeInput {
+                primary: p.to_string(),
+                secondary: s.to_string(),
+                context: c.to_string(),
+                ..Default::default()
+            })
+            .collect(),
+    )
+    .unwrap()
+}
+
+fn kw(m: &Mnem, ns: &Namespace, q: &str) -> Vec<(Uuid, f64)> {
+    scored(m.keyword_search(ns, &KeywordQuery::new(q)).unwrap())
+}
+
+// The seed's seven behaviours.
+
+#[test]
+fn seed_1_ranking_prefers_more_and_rarer_matches() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    let ids = put(
+        &m,
+        &ns,
+        &[("deploy status ready", "", ""), ("deploy", "", ""), ("unrelated words here", "", ""), ("status", "", "")],
+    );
+    let r = kw(&m, &ns, "deploy status");
+    assert_eq!(r[0].0, ids[0]);
+    assert_eq!(r.len(), 3);
+}
+
+#[test]
+fn seed_2_corpus_order_does_not_change_scores() {
+    let texts = [("alpha beta", "", ""), ("beta gamma gamma", "", ""), ("gamma delta", "", "x"), ("alpha", "", "")];
+    let score_map = |order: &[usize]| {
+        let m = mem();
+        let ns = Namespace::new("a", "u");
+        let picked: Vec<_> = order.iter().map(|&i| texts[i]).collect();
+        let ids = put(&m, &ns, &picked);
+        let by_id: HashMap<Uuid, usize> = ids.iter().zip(order).map(|(id, &i)| (*id, i)).collect();
+        let mut v: Vec<(usize, f64)> = kw(&m, &ns, "alpha gamma").into_iter().map(|(id, s)| (by_id[&id], s)).collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    assert_eq!(score_map(&[0, 1, 2, 3]), score_map(&[3, 2, 1, 0]));
+}
+
+#[test]
+fn seed_3_query_terms_are_deduplicated() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    put(&m, &ns, &[("tea time", "", ""), ("coffee", "", "")]);
+    assert_eq!(kw(&m, &ns, "tea"), kw(&m, &ns, "tea TEA Tea, tea!"));
+}
+
+#[test]
+fn seed_4_unicode_and_context_matching() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    let ids = put(&m, &ns, &[("", "", "ÉCOLE normale"), ("ΟΔΟΣ", "", ""), ("", "東京タワー", ""), ("ecole", "", "")]);
+    assert_eq!(kw(&m, &ns, "école")[0].0, ids[0], "context is searched, case folded fully");
+    assert_eq!(kw(&m, &ns, "οδο\u{3c3}").len(), 0, "final sigma lowercases to ς: no normalization");
+    assert_eq!(kw(&m, &ns, "οδο\u{3c2}")[0].0, ids[1]);
+    assert_eq!(kw(&m, &ns, "東京タワー")[0].0, ids[2]);
+    assert_eq!(kw(&m, &ns, "東京").len(), 0, "whole tokens only, no substrings");
+}
+
+#[test]
+fn seed_5_deleted_and_expired_records_are_invisible_and_uncounted() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    let ids = put(&m, &ns, &[("tea", "", ""), ("tea tea", "", ""), ("coffee", "", "")]);
+    let before = kw(&m, &ns, "tea");
+    m.delete_episodes(&ns, &[ids[1]]).unwrap();
+    m.put_episodes(&ns, vec![EpisodeInput { primary: "tea".into(), expiry: Expiry::At(1), ..Default::default() }])
+        .unwrap();
+    let after = kw(&m, &ns, "tea");
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].0, ids[0]);
+    assert_ne!(before.iter().find(|x| x.0 == ids[0]).unwrap().1, after[0].1, "N and df shrank");
+    let page = m.search_memory_lexical(&ns, &LexicalQuery::new("tea")).unwrap();
+    assert_eq!((page.scanned_records, page.corpus_records, page.matched_records), (4, 2, 1));
+}
+
+#[test]
+fn seed_6_the_formula_by_hand() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    let ids = put(&m, &ns, &[("tea tea coffee", "", ""), ("milk", "", "")]);
+    // N = 2, df(tea) = 1, avgdl = 2, dl = 3, tf = 2.
+    let idf = (1.0f64 + (2.0 - 1.0 + 0.5) / (1.0 + 0.5)).ln();
+    let want = idf * 2.0 * 2.2 / (2.0 + 1.2 * (1.0 - 0.75 + 0.75 * 3.0 / 2.0));
+    let got = kw(&m, &ns, "tea");
+    assert_eq!(got[0].0, ids[0]);
+    assert!((got[0].1 - want).abs() < 1e-12, "{} vs {want}", got[0].1);
+}
+
+#[test]
+fn seed_7_equal_scores_order_by_uuid() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    let ids: Vec<Uuid> = (0..5).map(|i| Uuid::from_u128(0xffff - i)).collect();
+    m.put_episodes(
+        &ns,
+        ids.iter()
+            .map(|id| EpisodeInput { id: Some(*id), primary: "same text".into(), ..Default::default() })
+            .collect(),
+    )
+    .unwrap();
+    let got: Vec<Uuid> = kw(&m, &ns, "same").into_iter().map(|x| x.0).collect();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn page_validation_names_the_field() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    let long = "a ".repeat(2049);
+    let many: String = (0..65).map(|i| format!("w{i} ")).collect();
+    let cases: Vec<(String, &str)> = vec![
+        (r#"{"text":"tea","limit":0}"#.into(), "limit"),
+        (r#"{"text":"tea","limit":101}"#.into(), "limit"),
+        (r#"{"text":"tea","limit":"ten"}"#.into(), "limit"),
+        (r#"{"limit":5}"#.into(), "text"),
+        (r#"{"text":""}"#.into(), "text"),
+        (r#"{"text":"  ...  "}"#.into(), "text"),
+        (format!(r#"{{"text":"{long}"}}"#), "text"),
+        (format!(r#"{{"text":"{many}"}}"#), "text"),
+        (r#"{"text":"tea","scan_limit":0}"#.into(), "scan_limit"),
+        (r#"{"text":"tea","scan_limit":10001}"#.into(), "scan_limit"),
+        (r#"{"text":"tea","scan_bytes_limit":0}"#.into(), "scan_bytes_limit"),
+        (r#"{"text":"tea","scan_bytes_limit":67108865}"#.into(), "scan_bytes_limit"),
+        (r#"{"text":"tea","after":"not-a-uuid"}"#.into(), "after"),
+        (r#"{"text":"tea","after":7}"#.into(), "after"),
+        (r#"{"text":"tea","colour":"red"}"#.into(), "colour"),
+        (r#"{"text":"tea","episode_type":1}"#.into(), "episode_type"),
+        (r#"["tea"]"#.into(), "object"),
+    ];
+    for (json, field) in cases {
+        let e = LexicalQuery::parse(&json).and_then(|q| m.search_memory_lexical(&ns, &q)).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument, "{json}");
+        assert!(e.message.contains(field), "{json}: {}", e.message);
+    }
+    let ok = LexicalQuery::parse(
+        r#"{"text":"tea","limit":100,"after":null,"scan_limit":10000,"scan_bytes_limit":67108864}"#,
+    )
+    .unwrap();
+    assert!(m.search_memory_lexical(&ns, &ok).unwrap().exhaustive);
+    let exactly_64: String = (0..64).map(|i| format!("w{i} ")).collect();
+    assert!(m.search_memory_lexical(&ns, &LexicalQuery::new(exactly_64)).is_ok());
+}
+
+#[test]
+fn substring_search_keeps_substring_semantics() {
+    let m = mem();
+    let ns = Namespace::new("a", "u");
+    let ids = put(&m, &ns, &[("Hauptstraße 5", "", ""), ("", "the TEAPOT", ""), ("", "", "nothing")]);
+    let q =
+        |t: &str| m.substring_search(&ns, &KeywordQuery::new(t)).unwrap().into_iter().map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(q("straße"), [ids[0]]);
+    assert_eq!(q("teap"), [ids[1]]);
+    assert_eq!(q("o"), [ids[1], ids[2]]);
+    assert!(m.substring_search(&ns, &KeywordQuery::new("")).is_err());
+}
