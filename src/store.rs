@@ -44,7 +44,7 @@ pub struct Store {
     // Keeps the exclusive advisory lock (released when the file closes) and, for `:memory:`,
     // the in-process environment alive as long as the database.
     _lock: Option<File>,
-    _env: Option<Env>,
+    mem_env: Option<Env>,
 }
 
 impl Store {
@@ -85,7 +85,7 @@ impl Store {
             DB::open_cf_descriptors(&db_opts, &dir, descriptors)
         }
         .map_err(|e| Error::from(e).context(format!("opening {path:?}")))?;
-        let store = Store { db, read_only: opts.read_only, sync_writes: opts.sync_writes, _lock: lock, _env: env };
+        let store = Store { db, read_only: opts.read_only, sync_writes: opts.sync_writes, _lock: lock, mem_env: env };
         store.check_format()?;
         Ok(store)
     }
@@ -153,7 +153,8 @@ impl Store {
 
     /// Make every acknowledged write durable (fsync the write-ahead log).
     pub fn flush(&self) -> Result<()> {
-        if self.read_only {
+        // A `:memory:` store has nothing durable to reach (and its WAL cannot sync).
+        if self.read_only || self.mem_env.is_some() {
             return Ok(());
         }
         Ok(self.db.flush_wal(true)?)

@@ -83,6 +83,7 @@ fn memory_stores_are_separate_and_behave_alike() {
     let b = Mnem::open(":memory:", CREATE).unwrap();
     let ns = Namespace::new("", "");
     let id = a.put_episodes(&ns, vec![note("only in a")]).unwrap()[0];
+    a.flush().unwrap();
     assert!(a.get_episode(&ns, &id).unwrap().is_some());
     assert!(b.get_episode(&ns, &id).unwrap().is_none());
 }

@@ -1,0 +1,1401 @@
+/* C ABI conformance test for libmnem: every exported function, its bad-input paths and the
+ * conventions of ../../../shared/design/contract.md section 2. Run by scripts/test-c. */
+#define _GNU_SOURCE
+#include "mnem.h"
+
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* ---- tiny harness ---------------------------------------------------------------------- */
+
+static int g_pass, g_fail;
+static char g_ctx[256]; /* extra context printed with failures (loop index, ...) */
+static mnem_error err;  /* the error struct every EXPECT inspects */
+
+static void check_(bool ok, const char *file, int line, const char *what) {
+  if (ok) {
+    g_pass++;
+    return;
+  }
+  g_fail++;
+  fprintf(stderr, "%s:%d: FAIL: %s%s%s\n", file, line, what, g_ctx[0] ? "  [" : "",
+          g_ctx[0] ? g_ctx : "");
+  if (g_ctx[0]) fputs("]\n", stderr);
+}
+#define CHECK(cond) check_((cond), __FILE__, __LINE__, #cond)
+#define CTX(...) snprintf(g_ctx, sizeof g_ctx, __VA_ARGS__)
+
+static bool utf8_valid(const unsigned char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    size_t k;
+    uint32_t cp, min;
+    if (c < 0x80) {
+      i++;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      k = 1, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      k = 2, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      k = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (n - i <= k) return false;
+    for (size_t j = 1; j <= k; j++) {
+      if ((s[i + j] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += k + 1;
+  }
+  return true;
+}
+
+/* Checks the status and the error struct: code == status, detail 0, message NUL-terminated
+ * valid UTF-8, "" on OK and non-empty otherwise. */
+static void expect_(mnem_status got, mnem_status want, const mnem_error *e, const char *file,
+                    int line, const char *expr) {
+  const char *why = NULL;
+  const char *nul = memchr(e->message, '\0', MNEM_ERROR_MESSAGE_CAP);
+  if (got != want)
+    why = "wrong status";
+  else if (e->code != got)
+    why = "err.code != returned status";
+  else if (e->detail != 0)
+    why = "err.detail != 0";
+  else if (!nul)
+    why = "err.message not NUL-terminated within MNEM_ERROR_MESSAGE_CAP";
+  else if (got == MNEM_STATUS_OK && e->message[0] != '\0')
+    why = "err.message not empty on OK";
+  else if (got != MNEM_STATUS_OK && e->message[0] == '\0')
+    why = "err.message empty on failure";
+  else if (!utf8_valid((const unsigned char *)e->message, (size_t)(nul - e->message)))
+    why = "err.message not valid UTF-8";
+  if (!why) {
+    g_pass++;
+    return;
+  }
+  g_fail++;
+  int mlen = nul ? (int)(nul - e->message) : 80;
+  fprintf(stderr, "%s:%d: FAIL: %s\n    %s: want %s, got %s (err.code %d) \"%.*s\"%s%s\n", file,
+          line, expr, why, mnem_status_name(want), mnem_status_name(got), (int)e->code, mlen,
+          e->message, g_ctx[0] ? "  ctx: " : "", g_ctx);
+}
+/* `call` must pass &err; err is poisoned first so a call that does not fill it is caught. */
+#define EXPECT(call, want)                                                                   \
+  do {                                                                                       \
+    memset(&err, 0x5A, sizeof err);                                                          \
+    mnem_status st_ = (call);                                                                \
+    expect_(st_, (want), &err, __FILE__, __LINE__, #call);                                   \
+  } while (0)
+/* For calls made with err == NULL. */
+#define EXPECT_NOERR(call, want)                                                             \
+  do {                                                                                       \
+    mnem_status st_ = (call);                                                                \
+    if (st_ == (want)) {                                                                     \
+      g_pass++;                                                                              \
+    } else {                                                                                 \
+      g_fail++;                                                                              \
+      fprintf(stderr, "%s:%d: FAIL: %s\n    want %s, got %s  %s\n", __FILE__, __LINE__,      \
+              #call, mnem_status_name(want), mnem_status_name(st_), g_ctx);                  \
+    }                                                                                        \
+  } while (0)
+
+static bool msg_has(const char *needle) { return strcasestr(err.message, needle) != NULL; }
+
+/* ---- strings and JSON helpers ---------------------------------------------------------- */
+
+#define STR(lit) ((mnem_str){(const uint8_t *)(lit), sizeof(lit) - 1})
+static const mnem_str EMPTY = {NULL, 0};
+static const mnem_str NULLSTR = {NULL, 3}; /* ptr == NULL && len > 0 */
+static mnem_str S(const char *s) { return (mnem_str){(const uint8_t *)s, strlen(s)}; }
+
+enum { OK = MNEM_STATUS_OK, INVAL = MNEM_STATUS_INVALID_ARGUMENT };
+
+/* Value of the n-th occurrence of "key": (whitespace-tolerant), or NULL. */
+static const char *kv_nth(const char *json, const char *key, int n) {
+  if (!json) return NULL;
+  size_t kl = strlen(key);
+  for (const char *p = strchr(json, '"'); p; p = strchr(p + 1, '"')) {
+    if (strncmp(p + 1, key, kl) != 0 || p[1 + kl] != '"') continue;
+    const char *q = p + 2 + kl;
+    while (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t') q++;
+    if (*q != ':') continue;
+    q++;
+    while (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t') q++;
+    if (n-- == 0) return q;
+  }
+  return NULL;
+}
+static int count_key(const char *json, const char *key) {
+  int n = 0;
+  while (kv_nth(json, key, n)) n++;
+  return n;
+}
+/* Occurrences of "key": whose value text starts with lit. */
+static int count_kv(const char *json, const char *key, const char *lit) {
+  int n = 0;
+  const char *v;
+  for (int i = 0; (v = kv_nth(json, key, i)) != NULL; i++)
+    if (strncmp(v, lit, strlen(lit)) == 0) n++;
+  return n;
+}
+/* Copies the n-th string value of key (without quotes); "" when absent or not a string. */
+static void str_value(const char *json, const char *key, int n, char *out, size_t cap) {
+  const char *v = kv_nth(json, key, n);
+  out[0] = '\0';
+  if (!v || *v != '"') return;
+  const char *end = strchr(v + 1, '"');
+  if (!end || (size_t)(end - v - 1) >= cap) return;
+  memcpy(out, v + 1, (size_t)(end - v - 1));
+  out[end - v - 1] = '\0';
+}
+/* Position of the value "lit" of key in json, or -1. */
+static long pos_of(const char *json, const char *key, const char *lit) {
+  const char *v;
+  for (int i = 0; (v = kv_nth(json, key, i)) != NULL; i++)
+    if (strncmp(v, lit, strlen(lit)) == 0) return (long)(v - json);
+  return -1;
+}
+
+static void uuid_text(const uint8_t *b, char out[37]) {
+  static const char hex[] = "0123456789abcdef";
+  int o = 0;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+    out[o++] = hex[b[i] >> 4];
+    out[o++] = hex[b[i] & 15];
+  }
+  out[o] = '\0';
+}
+static bool is_v7(const uint8_t *b) { return (b[6] >> 4) == 7 && (b[8] & 0xC0) == 0x80; }
+
+static bool all_bytes(const uint8_t *p, size_t n, uint8_t v) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != v) return false;
+  return true;
+}
+
+/* ---- read calls ------------------------------------------------------------------------ */
+
+typedef mnem_status (*read_fn)(const mnem_store *, mnem_str, mnem_str, mnem_str, uint8_t *, size_t,
+                               size_t *, mnem_error *);
+static const struct {
+  const char *name;
+  read_fn fn;
+} READS[] = {
+    {"mnem_search", mnem_search},
+    {"mnem_keyword_search", mnem_keyword_search},
+    {"mnem_lexical_page", mnem_lexical_page},
+    {"mnem_substring_search", mnem_substring_search},
+    {"mnem_hybrid_search", mnem_hybrid_search},
+};
+#define NREADS (sizeof READS / sizeof READS[0])
+
+/* Grow-and-retry read. want OK: returns a malloc'd NUL-terminated copy of the output.
+ * Otherwise checks the failure (and *out_len == 0) and returns NULL. */
+static char *fetch_(const char *file, int line, read_fn fn, const mnem_store *s, mnem_str app,
+                    mnem_str user, mnem_str q, mnem_status want) {
+  size_t need = 999;
+  if (want != OK) {
+    uint8_t buf[64];
+    memset(&err, 0x5A, sizeof err);
+    expect_(fn(s, app, user, q, buf, sizeof buf, &need, &err), want, &err, file, line,
+            "fetch (failure expected)");
+    check_(need == 0, file, line, "*out_len == 0 on failure");
+    return NULL;
+  }
+  memset(&err, 0x5A, sizeof err);
+  mnem_status st = fn(s, app, user, q, NULL, 0, &need, &err);
+  expect_(st, MNEM_STATUS_BUFFER_TOO_SMALL, &err, file, line, "fetch size query");
+  if (st != MNEM_STATUS_BUFFER_TOO_SMALL || need == 0) return NULL;
+  char *buf = malloc(need + 1);
+  size_t len = 999;
+  memset(&err, 0x5A, sizeof err);
+  st = fn(s, app, user, q, (uint8_t *)buf, need, &len, &err);
+  expect_(st, OK, &err, file, line, "fetch read");
+  check_(len == need, file, line, "fetch: *out_len == size reported by BUFFER_TOO_SMALL");
+  if (st != OK || len != need) {
+    free(buf);
+    return NULL;
+  }
+  buf[len] = '\0';
+  check_(strlen(buf) == len, file, line, "fetch: output contains no NUL");
+  check_(utf8_valid((const unsigned char *)buf, len), file, line, "fetch: output is UTF-8");
+  check_(buf[0] == '{' && buf[len - 1] == '}', file, line, "fetch: output is a JSON object");
+  return buf;
+}
+#define FETCH(fn, s, app, user, q) fetch_(__FILE__, __LINE__, (fn), (s), (app), (user), (q), OK)
+#define READ_FAILS(fn, s, app, user, q, want)                                                 \
+  free(fetch_(__FILE__, __LINE__, (fn), (s), (app), (user), (q), (want)))
+
+/* Result count of a read (-1 on failure). */
+static int nres_(const char *file, int line, read_fn fn, const mnem_store *s, mnem_str app,
+                 mnem_str user, mnem_str q) {
+  char *j = fetch_(file, line, fn, s, app, user, q, OK);
+  if (!j) return -1;
+  int n = count_key(j, fn == mnem_search ? "custom_metadata" : "record");
+  free(j);
+  return n;
+}
+#define NRES(fn, s, app, user, q) nres_(__FILE__, __LINE__, (fn), (s), (app), (user), (q))
+
+/* Output-buffer convention of section 2 for one read call whose output is non-empty. */
+static void buffer_convention(const char *name, read_fn fn, const mnem_store *s, mnem_str app,
+                              mnem_str user, mnem_str q, mnem_str bad_q) {
+  CTX("%s", name);
+  size_t need = 999;
+  EXPECT(fn(s, app, user, q, NULL, 0, &need, &err), MNEM_STATUS_BUFFER_TOO_SMALL);
+  CHECK(need > 1 && need < (1u << 24));
+  if (need <= 1 || need >= (1u << 24)) return;
+  const size_t slack = 64;
+  uint8_t *buf = malloc(need + slack);
+  size_t caps[] = {1, need / 2, need - 1};
+  for (size_t i = 0; i < 3; i++) {
+    memset(buf, 0xCD, need + slack);
+    size_t len = 999;
+    EXPECT(fn(s, app, user, q, buf, caps[i], &len, &err), MNEM_STATUS_BUFFER_TOO_SMALL);
+    CHECK(len == need);                        /* exact size needed */
+    CHECK(all_bytes(buf, need + slack, 0xCD)); /* out untouched */
+  }
+  memset(buf, 0xCD, need + slack);
+  size_t len = 999;
+  EXPECT(fn(s, app, user, q, buf, need + slack, &len, &err), OK);
+  CHECK(len == need);
+  CHECK(all_bytes(buf + need, slack, 0xCD)); /* nothing past *out_len */
+  CHECK(memchr(buf, 0, need) == NULL);       /* JSON, no NUL */
+  CHECK(buf[0] == '{' && buf[need - 1] == '}');
+  memset(buf, 0xCD, need + slack);
+  len = 999;
+  EXPECT(fn(s, app, user, q, buf, need, &len, &err), OK); /* exact fit */
+  CHECK(len == need);
+  len = 999;
+  EXPECT_NOERR(fn(s, app, user, q, buf, need, &len, NULL), OK); /* err == NULL */
+  CHECK(len == need);
+  len = 999;
+  EXPECT(fn(s, app, user, q, NULL, 16, &len, &err), INVAL); /* out NULL, cap > 0 */
+  CHECK(len == 0);
+  EXPECT(fn(s, app, user, q, buf, need, NULL, &err), INVAL); /* out_len NULL */
+  len = 999;
+  EXPECT(fn(NULL, app, user, q, buf, need, &len, &err), INVAL); /* NULL store */
+  CHECK(len == 0);
+  len = 999;
+  EXPECT_NOERR(fn(NULL, app, user, q, buf, need, &len, NULL), INVAL);
+  CHECK(len == 0);
+  len = 999;
+  EXPECT(fn(s, app, user, bad_q, buf, need, &len, &err), INVAL); /* other error: len 0 */
+  CHECK(len == 0);
+  len = 999;
+  EXPECT(fn(s, app, user, bad_q, NULL, 0, &len, &err), INVAL); /* error wins over size query */
+  CHECK(len == 0);
+  free(buf);
+  g_ctx[0] = '\0';
+}
+
+/* ---- fixtures -------------------------------------------------------------------------- */
+
+#define EV_CONTENT(role, text) "{\"role\":\"" role "\",\"parts\":[{\"text\":\"" text "\"}]}"
+#define EV(id, author, ts, text)                                                           \
+  "{\"id\":\"" id "\",\"author\":\"" author "\",\"timestamp\":" ts                            \
+  ",\"content\":" EV_CONTENT(author, text) "}"
+
+/* Invalid UTF-8 spellings: bad continuation, overlong, surrogate, > U+10FFFF, 0xFF, truncated. */
+static const char *const BAD_UTF8[] = {"\xc3\x28", "\xc0\xaf", "\xed\xa0\x80",
+                                       "\xf4\x90\x80\x80", "\xff", "ab\xe2\x82"};
+#define BADU STR("ok\xc3\x28")
+
+static char g_tmp[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static bool path_exists(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0;
+}
+
+static mnem_store *open_memory(void) {
+  mnem_store *s = NULL;
+  EXPECT(mnem_open(STR(":memory:"), MNEM_OPEN_CREATE, EMPTY, &s, &err), OK);
+  CHECK(s != NULL);
+  if (!s) {
+    fprintf(stderr, "cannot open :memory:, giving up\n");
+    exit(2);
+  }
+  return s;
+}
+
+/* ---- static data ----------------------------------------------------------------------- */
+
+static void test_static(void) {
+  CHECK(mnem_abi_version() == MNEM_ABI_VERSION);
+  CHECK(MNEM_ABI_VERSION == 1);
+  CHECK(MNEM_ERROR_MESSAGE_CAP == 512);
+  CHECK(MNEM_OPEN_CREATE == 1u && MNEM_OPEN_READ_ONLY == 2u);
+  CHECK(sizeof(mnem_error) == 8 + MNEM_ERROR_MESSAGE_CAP);
+  CHECK(offsetof(mnem_error, detail) == 4 && offsetof(mnem_error, message) == 8);
+  CHECK(sizeof(mnem_str) == 2 * sizeof(void *));
+  const char *v = mnem_version();
+  CHECK(v != NULL && v[0] != '\0');
+  const struct {
+    int32_t st;
+    int32_t value;
+    const char *name;
+  } names[] = {
+      {MNEM_STATUS_OK, 0, "OK"},
+      {MNEM_STATUS_INVALID_ARGUMENT, 1, "INVALID_ARGUMENT"},
+      {MNEM_STATUS_BUFFER_TOO_SMALL, 2, "BUFFER_TOO_SMALL"},
+      {MNEM_STATUS_NOT_FOUND, 3, "NOT_FOUND"},
+      {MNEM_STATUS_BUSY, 4, "BUSY"},
+      {MNEM_STATUS_READ_ONLY, 5, "READ_ONLY"},
+      {MNEM_STATUS_IO, 6, "IO"},
+      {MNEM_STATUS_CORRUPTION, 7, "CORRUPTION"},
+      {MNEM_STATUS_INCOMPATIBLE, 8, "INCOMPATIBLE"},
+      {MNEM_STATUS_INTERNAL, 100, "INTERNAL"},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    CTX("status %d", (int)names[i].value);
+    const char *n = mnem_status_name(names[i].st);
+    CHECK(names[i].st == names[i].value);
+    CHECK(n != NULL && strcmp(n, names[i].name) == 0);
+  }
+  const int32_t unknown[] = {9, 42, 99, 101, -1, INT32_MIN, INT32_MAX};
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+    CTX("status %d", (int)unknown[i]);
+    const char *n = mnem_status_name(unknown[i]);
+    CHECK(n != NULL && strcmp(n, "UNKNOWN") == 0);
+  }
+  g_ctx[0] = '\0';
+  mnem_free(NULL); /* no-op */
+  CHECK(true);
+}
+
+/* ---- mnem_open ------------------------------------------------------------------------- */
+
+static void test_open(void) {
+  char missing[PATH_MAX + 16], db[PATH_MAX + 16];
+  snprintf(missing, sizeof missing, "%s/missing", g_tmp);
+  snprintf(db, sizeof db, "%s/opened", g_tmp);
+  mnem_store *s = NULL;
+
+  EXPECT(mnem_open(S(missing), 0, EMPTY, &s, &err), MNEM_STATUS_NOT_FOUND);
+  CHECK(s == NULL);
+  EXPECT(mnem_open(S(missing), MNEM_OPEN_READ_ONLY, EMPTY, &s, &err), MNEM_STATUS_NOT_FOUND);
+  CHECK(s == NULL);
+  EXPECT_NOERR(mnem_open(S(missing), 0, EMPTY, &s, NULL), MNEM_STATUS_NOT_FOUND);
+  CHECK(!path_exists(missing));
+
+  const uint32_t bad_flags[] = {4u, 8u, 0x80000000u, MNEM_OPEN_CREATE | 0x100u,
+                                MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY};
+  for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
+    CTX("flags 0x%x", (unsigned)bad_flags[i]);
+    EXPECT(mnem_open(S(missing), bad_flags[i], EMPTY, &s, &err), INVAL);
+    CHECK(s == NULL);
+    EXPECT(mnem_open(STR(":memory:"), bad_flags[i], EMPTY, &s, &err), INVAL);
+    CHECK(s == NULL);
+  }
+  const char *bad_opts[] = {"{\"bogus\":true}",
+                            "{\"sync_writes\":true,\"sync_write\":true}",
+                            "{",
+                            "{\"sync_writes\":true",
+                            "[]",
+                            "null",
+                            "true",
+                            "{\"sync_writes\":\"yes\"}",
+                            "{\"sync_writes\":1}",
+                            "{\"sync_writes\":true} x",
+                            "{\"sync_writes\":true}{}",
+                            "{\"\xc3\x28\":true}"};
+  for (size_t i = 0; i < sizeof bad_opts / sizeof bad_opts[0]; i++) {
+    CTX("options %s", bad_opts[i]);
+    EXPECT(mnem_open(S(missing), MNEM_OPEN_CREATE, S(bad_opts[i]), &s, &err), INVAL);
+    CHECK(s == NULL);
+    EXPECT(mnem_open(STR(":memory:"), MNEM_OPEN_CREATE, S(bad_opts[i]), &s, &err), INVAL);
+    CHECK(s == NULL);
+  }
+  g_ctx[0] = '\0';
+  EXPECT(mnem_open(S(missing), MNEM_OPEN_CREATE, STR("{\"bogus\":1}"), &s, &err), INVAL);
+  CHECK(msg_has("bogus")); /* unknown option key named */
+  EXPECT(mnem_open(NULLSTR, MNEM_OPEN_CREATE, EMPTY, &s, &err), INVAL);
+  EXPECT(mnem_open(S(missing), MNEM_OPEN_CREATE, NULLSTR, &s, &err), INVAL);
+  for (size_t i = 0; i < sizeof BAD_UTF8 / sizeof BAD_UTF8[0]; i++) {
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/x%s", g_tmp, BAD_UTF8[i]);
+    CTX("bad utf8 #%zu", i);
+    EXPECT(mnem_open(S(p), MNEM_OPEN_CREATE, EMPTY, &s, &err), INVAL);
+    CHECK(s == NULL && !path_exists(p));
+  }
+  g_ctx[0] = '\0';
+  EXPECT(mnem_open(S(missing), MNEM_OPEN_CREATE, EMPTY, NULL, &err), INVAL); /* out_store NULL */
+  EXPECT_NOERR(mnem_open(S(missing), MNEM_OPEN_CREATE, EMPTY, NULL, NULL), INVAL);
+  CHECK(!path_exists(missing)); /* no rejected open created anything */
+
+  /* sync_writes, BUSY, CREATE on an existing store */
+  EXPECT(mnem_open(S(db), MNEM_OPEN_CREATE, STR("{\"sync_writes\":true}"), &s, &err), OK);
+  CHECK(s != NULL);
+  if (!s) return;
+  mnem_store *s2 = NULL;
+  EXPECT(mnem_open(S(db), MNEM_OPEN_CREATE, EMPTY, &s2, &err), MNEM_STATUS_BUSY);
+  CHECK(s2 == NULL);
+  EXPECT(mnem_open(S(db), 0, EMPTY, &s2, &err), MNEM_STATUS_BUSY);
+  CHECK(s2 == NULL);
+  EXPECT_NOERR(mnem_open(S(db), 0, EMPTY, &s2, NULL), MNEM_STATUS_BUSY);
+  CHECK(s2 == NULL);
+  EXPECT(mnem_put_episodes(s, STR("a"), STR("u"), STR("{\"primary\":\"synced wombat\"}"), NULL, 0,
+                           &err),
+         OK);
+  uint64_t n = 99;
+  EXPECT(mnem_add_session(s, STR("a"), STR("u"), STR("s"), STR(EV("w1", "user", "1", "wombat")),
+                          &n, &err),
+         OK);
+  CHECK(n == 1);
+  EXPECT(mnem_flush(s, &err), OK);
+  mnem_free(s);
+  s = NULL;
+  EXPECT(mnem_open(S(db), MNEM_OPEN_CREATE, STR("{}"), &s, &err), OK); /* exists: just opens */
+  CHECK(s != NULL);
+  CHECK(NRES(mnem_keyword_search, s, STR("a"), STR("u"), STR("{\"text\":\"wombat\"}")) == 2);
+  mnem_free(s);
+  s = NULL;
+  EXPECT(mnem_open(S(db), 0, STR("{\"sync_writes\":false}"), &s, &err), OK);
+  CHECK(NRES(mnem_search, s, STR("a"), STR("u"), STR("wombat")) == 1);
+  mnem_free(s);
+}
+
+/* ---- NULL store and bad strings -------------------------------------------------------- */
+
+static void test_null_store(void) {
+  uint64_t n = 7;
+  uint8_t ids[16];
+  EXPECT(mnem_flush(NULL, &err), INVAL);
+  EXPECT_NOERR(mnem_flush(NULL, NULL), INVAL);
+  EXPECT(mnem_add_session(NULL, STR("a"), STR("u"), STR("s"), EMPTY, &n, &err), INVAL);
+  EXPECT_NOERR(mnem_add_session(NULL, STR("a"), STR("u"), STR("s"), EMPTY, &n, NULL), INVAL);
+  EXPECT(mnem_add_events(NULL, STR("a"), STR("u"), STR("s"), EMPTY, EMPTY, &n, &err), INVAL);
+  EXPECT_NOERR(mnem_add_events(NULL, STR("a"), STR("u"), STR("s"), EMPTY, EMPTY, &n, NULL), INVAL);
+  EXPECT(mnem_delete_memory(NULL, STR("a"), STR("u"), STR("x"), &n, &err), INVAL);
+  EXPECT_NOERR(mnem_delete_memory(NULL, STR("a"), STR("u"), STR("x"), &n, NULL), INVAL);
+  EXPECT(mnem_put_episodes(NULL, STR("a"), STR("u"), STR("{}"), ids, sizeof ids, &err), INVAL);
+  EXPECT_NOERR(mnem_put_episodes(NULL, STR("a"), STR("u"), STR("{}"), ids, sizeof ids, NULL),
+               INVAL);
+  EXPECT(mnem_delete_episodes(NULL, STR("a"), STR("u"), EMPTY, &n, &err), INVAL);
+  EXPECT_NOERR(mnem_delete_episodes(NULL, STR("a"), STR("u"), EMPTY, &n, NULL), INVAL);
+  const char *qs[] = {"x", "{\"text\":\"x\"}", "{\"text\":\"x\"}", "{\"text\":\"x\"}",
+                      "{\"text\":\"x\"}"};
+  for (size_t i = 0; i < NREADS; i++) {
+    CTX("%s", READS[i].name);
+    READ_FAILS(READS[i].fn, NULL, STR("a"), STR("u"), S(qs[i]), INVAL);
+  }
+  g_ctx[0] = '\0';
+}
+
+/* Replaces each string argument in turn by ptr NULL/len 3 and by invalid UTF-8. */
+#define MAXARGS 5
+static void bad_args(const char *fname, int nargs, const mnem_str *good, const mnem_str *bad,
+                     mnem_status (*call)(mnem_store *, const mnem_str *), mnem_store *s) {
+  for (int i = 0; i < nargs; i++) {
+    mnem_str a[MAXARGS];
+    memcpy(a, good, sizeof(mnem_str) * (size_t)nargs);
+    a[i] = NULLSTR;
+    CTX("%s: string arg %d is {NULL,3}", fname, i);
+    EXPECT(call(s, a), INVAL);
+    a[i] = bad[i];
+    CTX("%s: string arg %d is invalid UTF-8", fname, i);
+    EXPECT(call(s, a), INVAL);
+  }
+  g_ctx[0] = '\0';
+}
+static mnem_status call_add_session(mnem_store *s, const mnem_str *a) {
+  uint64_t n;
+  return mnem_add_session(s, a[0], a[1], a[2], a[3], &n, &err);
+}
+static mnem_status call_add_events(mnem_store *s, const mnem_str *a) {
+  uint64_t n;
+  return mnem_add_events(s, a[0], a[1], a[2], a[3], a[4], &n, &err);
+}
+static mnem_status call_delete_memory(mnem_store *s, const mnem_str *a) {
+  uint64_t n;
+  return mnem_delete_memory(s, a[0], a[1], a[2], &n, &err);
+}
+static mnem_status call_put_episodes(mnem_store *s, const mnem_str *a) {
+  uint8_t ids[16];
+  return mnem_put_episodes(s, a[0], a[1], a[2], ids, sizeof ids, &err);
+}
+static mnem_status call_delete_episodes(mnem_store *s, const mnem_str *a) {
+  uint64_t n;
+  return mnem_delete_episodes(s, a[0], a[1], a[2], &n, &err);
+}
+static read_fn g_read;
+static mnem_status call_read(mnem_store *s, const mnem_str *a) {
+  uint8_t out[4096];
+  size_t len = 999;
+  mnem_status st = g_read(s, a[0], a[1], a[2], out, sizeof out, &len, &err);
+  if (len != 0) {
+    g_fail++;
+    fprintf(stderr, "FAIL: *out_len %zu != 0 after a failed read  [%s]\n", len, g_ctx);
+  }
+  return st;
+}
+
+static void test_bad_strings(mnem_store *s) {
+  const mnem_str ns_bad[2] = {BADU, BADU};
+  {
+    mnem_str good[4] = {STR("bad"), STR("u"), STR("s"), STR(EV("b1", "user", "1", "kiwi"))};
+    mnem_str bad[4] = {ns_bad[0], ns_bad[1], STR("s\xed\xa0\x80"),
+                       STR(EV("b1", "user", "1", "kiwi \xc3\x28"))};
+    bad_args("mnem_add_session", 4, good, bad, call_add_session, s);
+  }
+  {
+    mnem_str good[5] = {STR("bad"), STR("u"), STR("s"), STR(EV("b2", "user", "1", "kiwi")),
+                        STR("{\"note\":\"x\"}")};
+    mnem_str bad[5] = {ns_bad[0], ns_bad[1], STR("\xff"),
+                       STR(EV("b2\xc0\xaf", "user", "1", "kiwi")), STR("{\"note\":\"\xc3\x28\"}")};
+    bad_args("mnem_add_events", 5, good, bad, call_add_events, s);
+  }
+  {
+    mnem_str good[3] = {STR("bad"), STR("u"), STR("b1")};
+    mnem_str bad[3] = {ns_bad[0], ns_bad[1], STR("b1\xc3\x28")};
+    bad_args("mnem_delete_memory", 3, good, bad, call_delete_memory, s);
+  }
+  {
+    mnem_str good[3] = {STR("bad"), STR("u"), STR("{\"primary\":\"kiwi\"}")};
+    mnem_str bad[3] = {ns_bad[0], ns_bad[1], STR("{\"primary\":\"kiwi \xf4\x90\x80\x80\"}")};
+    bad_args("mnem_put_episodes", 3, good, bad, call_put_episodes, s);
+  }
+  {
+    mnem_str good[3] = {STR("bad"), STR("u"), STR("\"0190a5e4-0000-7000-8000-000000000001\"")};
+    mnem_str bad[3] = {ns_bad[0], ns_bad[1], STR("\"0190a5e4-0000-7000-8000-00000000000\xff\"")};
+    bad_args("mnem_delete_episodes", 3, good, bad, call_delete_episodes, s);
+  }
+  const char *good_q[NREADS] = {"kiwi", "{\"text\":\"kiwi\"}", "{\"text\":\"kiwi\"}",
+                                "{\"text\":\"kiwi\"}", "{\"text\":\"kiwi\"}"};
+  const char *bad_q[NREADS] = {"kiwi\xc3\x28", "{\"text\":\"kiwi\xc3\x28\"}",
+                               "{\"text\":\"kiwi\xc3\x28\"}", "{\"text\":\"kiwi\xc3\x28\"}",
+                               "{\"text\":\"kiwi\xc3\x28\"}"};
+  for (size_t r = 0; r < NREADS; r++) {
+    mnem_str good[3] = {STR("bad"), STR("u"), S(good_q[r])};
+    mnem_str bad[3] = {ns_bad[0], ns_bad[1], S(bad_q[r])};
+    g_read = READS[r].fn;
+    bad_args(READS[r].name, 3, good, bad, call_read, s);
+  }
+  /* every invalid UTF-8 spelling, in a namespace argument */
+  for (size_t i = 0; i < sizeof BAD_UTF8 / sizeof BAD_UTF8[0]; i++) {
+    CTX("bad utf8 #%zu", i);
+    EXPECT(mnem_put_episodes(s, S(BAD_UTF8[i]), STR("u"), STR("{\"primary\":\"kiwi\"}"), NULL, 0,
+                             &err),
+           INVAL);
+    EXPECT(mnem_add_session(s, STR("bad"), S(BAD_UTF8[i]), STR("s"),
+                            STR(EV("b3", "user", "1", "kiwi")), NULL, &err),
+           INVAL);
+    READ_FAILS(mnem_search, s, STR("bad"), STR("u"), S(BAD_UTF8[i]), INVAL);
+  }
+  g_ctx[0] = '\0';
+  /* nothing of the above was written */
+  CHECK(NRES(mnem_search, s, STR("bad"), STR("u"), STR("kiwi")) == 0);
+  CHECK(NRES(mnem_keyword_search, s, STR("bad"), STR("u"), STR("{\"text\":\"kiwi\"}")) == 0);
+}
+
+/* ---- ADK seam -------------------------------------------------------------------------- */
+
+static void local_iso(time_t t, const char *frac, char *out, size_t cap) {
+  struct tm tm;
+  localtime_r(&t, &tm);
+  size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out + n, cap - n, "%s", frac);
+}
+
+#define APP STR("adk-app")
+#define USER STR("adk-user")
+
+static void test_adk(mnem_store *s) {
+  uint64_t n = 99;
+  const char session1[] = EV("event-1a", "user", "12345.5", "The ADK is a great toolkit.") "\n"
+      "{\"id\":\"event-1b\",\"author\":\"user\",\"timestamp\":12346.0}\n"
+      EV("event-1c", "model", "12347", "I agree. The Agent Development Kit (ADK) rocks!") "\n"
+      "{\"id\":\"event-1e\",\"author\":\"user\",\"timestamp\":12348.0,"
+      "\"content\":{\"role\":\"user\",\"parts\":[]}}\n";
+  EXPECT(mnem_add_session(s, APP, USER, STR("session-1"), STR(session1), &n, &err), OK);
+  CHECK(n == 2); /* no-content and empty-parts events are dropped */
+
+  /* unknown Event/Content fields accepted and content returned byte for byte */
+#define ODD_CONTENT                                                                            \
+  "{\"parts\":[{\"text\":\"I like to code in Python quux.\",\"x_part\":[1,2.5,null]},"         \
+  "{\"function_call\":{\"name\":\"f\",\"args\":{\"q\":\"quux\"}}}],\"role\":\"user\","         \
+  "\"x_top\":{\"k\":\"v\"}}"
+  n = 99;
+  EXPECT(mnem_add_session(s, APP, USER, STR("session-2"),
+                          STR("{\"id\":\"event-2a\",\"author\":\"user\",\"timestamp\":54321.0,"
+                              "\"invocationId\":\"inv-9\",\"actions\":{\"state_delta\":{}},"
+                              "\"content\":" ODD_CONTENT "}"),
+                          &n, &err),
+         OK);
+  CHECK(n == 1);
+
+  char *j = FETCH(mnem_search, s, APP, USER, STR("How about ADK?"));
+  if (j) {
+    char want[64], got[64];
+    CHECK(strncmp(j, "{\"memories\"", 11) == 0);
+    CHECK(count_key(j, "custom_metadata") == 2);
+    CHECK(count_kv(j, "custom_metadata", "{}") == 2);
+    long a = pos_of(j, "id", "\"event-1a\""), c = pos_of(j, "id", "\"event-1c\"");
+    CHECK(a >= 0 && c > a); /* equal scores keep insertion order */
+    CHECK(strstr(j, EV_CONTENT("user", "The ADK is a great toolkit.")) != NULL);
+    CHECK(count_kv(j, "author", "\"model\"") == 1);
+    local_iso(12345, ".500000", want, sizeof want); /* local time, no offset */
+    str_value(j, "timestamp", 0, got, sizeof got);
+    CHECK(strcmp(want, got) == 0);
+    local_iso(12347, "", want, sizeof want); /* no microseconds when zero */
+    str_value(j, "timestamp", 1, got, sizeof got);
+    CHECK(strcmp(want, got) == 0);
+    free(j);
+  }
+  j = FETCH(mnem_search, s, APP, USER, STR("quux"));
+  if (j) {
+    CHECK(count_key(j, "custom_metadata") == 1);
+    CHECK(strstr(j, ODD_CONTENT) != NULL);
+    free(j);
+  }
+  /* ranking by number of distinct matching words */
+  j = FETCH(mnem_search, s, APP, USER, STR("agent rocks adk adk"));
+  if (j) {
+    long a = pos_of(j, "id", "\"event-1a\""), c = pos_of(j, "id", "\"event-1c\"");
+    CHECK(c >= 0 && a > c);
+    free(j);
+  }
+  CHECK(NRES(mnem_search, s, APP, USER, STR("nonexistent")) == 0);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("  ...  ")) == 0);
+  CHECK(NRES(mnem_search, s, APP, USER, EMPTY) == 0); /* {NULL,0} is the empty string */
+  CHECK(NRES(mnem_search, s, APP, STR("other-user"), STR("ADK")) == 0);
+
+  /* add_events: delta, dedup against the bucket and within the batch, first write wins */
+  n = 99;
+  EXPECT(mnem_add_events(s, APP, USER, STR("session-1"),
+                         STR(EV("event-1a", "user", "1", "Updated duplicate text.") "\n"
+                             EV("event-1d", "user", "2", "A new fact about zebras.") "\n"
+                             EV("event-1d", "user", "3", "second zebras copy")),
+                         EMPTY, &n, &err),
+         OK);
+  CHECK(n == 1);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("Updated")) == 0);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("copy")) == 0);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("zebras")) == 1);
+  n = 99;
+  EXPECT(mnem_add_events(s, APP, USER, STR("session-1"), EMPTY, EMPTY, &n, &err), OK);
+  CHECK(n == 0);
+  /* dedup is per bucket: same id in another session is stored again */
+  EXPECT(mnem_add_events(s, APP, USER, STR("session-other"),
+                         STR(EV("event-1d", "user", "2", "A new fact about zebras.")),
+                         STR("{\"ttl_ms\":3600000,\"tags\":[\"t1\"],\"ignored\":{\"x\":[1]}}"), &n,
+                         &err),
+         OK);
+  CHECK(n == 1);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("zebras")) == 2);
+  /* empty session id is the __unknown_session_id__ bucket */
+  EXPECT(mnem_add_events(s, APP, USER, EMPTY, STR(EV("event-u1", "user", "5", "walrus")),
+                         EMPTY, &n, &err),
+         OK);
+  CHECK(n == 1);
+  EXPECT(mnem_add_events(s, APP, USER, STR("__unknown_session_id__"),
+                         STR(EV("event-u1", "user", "5", "walrus again")), EMPTY, &n, &err),
+         OK);
+  CHECK(n == 0);
+  EXPECT_NOERR(mnem_add_events(s, APP, USER, STR(""), EMPTY, EMPTY, NULL, NULL), OK);
+  /* custom metadata: "" or an object; documented keys are validated */
+  const char *bad_meta[] = {"[1]", "{", "null", "\"x\"", "{\"ttl_ms\":0}", "{\"ttl_ms\":-5}",
+                            "{\"ttl_ms\":\"1h\"}", "{\"tags\":\"t\"}", "{\"tags\":[1]}",
+                            "{\"episode_type\":7}"};
+  for (size_t i = 0; i < sizeof bad_meta / sizeof bad_meta[0]; i++) {
+    CTX("custom_metadata %s", bad_meta[i]);
+    EXPECT(mnem_add_events(s, APP, USER, STR("s-meta"),
+                           STR(EV("event-m1", "user", "5", "meerkat")), S(bad_meta[i]), &n,
+                           &err),
+           INVAL);
+  }
+  g_ctx[0] = '\0';
+  CHECK(NRES(mnem_search, s, APP, USER, STR("meerkat")) == 0);
+
+  /* delete_memory: no-op on "", unknown id, every bucket, tombstone blocks later adds */
+  n = 99;
+  EXPECT(mnem_delete_memory(s, APP, USER, EMPTY, &n, &err), OK);
+  CHECK(n == 0);
+  n = 99;
+  EXPECT(mnem_delete_memory(s, APP, USER, STR("no-such-event"), &n, &err), OK);
+  CHECK(n == 0);
+  EXPECT_NOERR(mnem_delete_memory(s, APP, USER, STR("no-such-event-2"), NULL, NULL), OK);
+  n = 99;
+  EXPECT(mnem_delete_memory(s, APP, USER, STR("event-1d"), &n, &err), OK);
+  CHECK(n == 2);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("zebras")) == 0);
+  n = 99;
+  EXPECT(mnem_add_events(s, APP, USER, STR("session-1"),
+                         STR(EV("event-1d", "user", "2", "zebras are back")), EMPTY, &n, &err),
+         OK);
+  CHECK(n == 0);
+  EXPECT(mnem_add_session(s, APP, USER, STR("session-9"),
+                          STR(EV("event-1d", "user", "2", "zebras are back")), &n, &err),
+         OK);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("zebras")) == 0);
+  n = 99;
+  EXPECT(mnem_delete_memory(s, APP, USER, STR("event-1d"), &n, &err), OK);
+  CHECK(n == 0);
+
+  /* add_session replaces the bucket wholesale */
+  EXPECT(mnem_add_session(s, APP, USER, STR("session-1"),
+                          STR(EV("event-1f", "user", "9", "replacement yak")), &n, &err),
+         OK);
+  CHECK(n == 1);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("toolkit")) == 0);
+  CHECK(NRES(mnem_search, s, APP, USER, STR("yak")) == 1);
+  EXPECT(mnem_add_session(s, APP, USER, STR("session-empty"), EMPTY, &n, &err), OK);
+  CHECK(n == 0);
+
+  /* namespaces never collide, whatever the bytes (/, NUL, empty) */
+  EXPECT(mnem_add_session(s, STR("app/other-user"), STR("user"), STR("s"),
+                          STR(EV("sec", "user", "1", "This is a secret.")), &n, &err),
+         OK);
+  CHECK(NRES(mnem_search, s, STR("app"), STR("other-user/user"), STR("secret")) == 0);
+  CHECK(NRES(mnem_search, s, STR("app/other-user"), STR("user"), STR("secret")) == 1);
+  EXPECT(mnem_add_session(s, STR("x\0y"), STR("u"), STR("s"),
+                          STR(EV("nul", "user", "1", "hidden nul")), &n, &err),
+         OK);
+  CHECK(NRES(mnem_search, s, STR("x"), STR("y\0u"), STR("hidden")) == 0);
+  CHECK(NRES(mnem_search, s, STR("x\0y"), STR("u"), STR("hidden")) == 1);
+  EXPECT(mnem_add_session(s, EMPTY, EMPTY, STR("s"), STR(EV("e0", "user", "1", "empty ns")),
+                          &n, &err),
+         OK);
+  CHECK(NRES(mnem_search, s, EMPTY, EMPTY, STR("empty")) == 1);
+  /* ADK events are episodes of type "event", visible to the other APIs */
+  CHECK(NRES(mnem_substring_search, s, APP, USER, STR("{\"text\":\"replacement y\"}")) == 1);
+  CHECK(NRES(mnem_keyword_search, s, APP, USER,
+             STR("{\"text\":\"yak\",\"episode_type\":\"event\"}")) == 1);
+
+  buffer_convention("mnem_search", mnem_search, s, APP, USER, STR("ADK python yak"),
+                    STR("\xff"));
+}
+
+/* ---- batch atomicity ------------------------------------------------------------------- */
+
+static void test_atomicity(mnem_store *s) {
+  uint64_t n = 99;
+  mnem_str app = STR("atom"), user = STR("u");
+  const char bad3[] = EV("atom-1", "user", "1", "atomic ibex") "\n"
+      EV("atom-2", "user", "2", "atomic ibex two") "\n"
+      "{\"id\":\"atom-3\",\"content\":\n"
+      EV("atom-4", "user", "4", "atomic ibex four") "\n";
+  EXPECT(mnem_add_session(s, app, user, STR("s"), STR(bad3), &n, &err), INVAL);
+  CHECK(msg_has("line 3"));
+  const char badtype2[] = EV("atom-1", "user", "1", "atomic ibex") "\n"
+      "{\"id\":\"atom-2\",\"timestamp\":\"noon\",\"content\":" EV_CONTENT("user", "ibex") "}\n";
+  EXPECT(mnem_add_session(s, app, user, STR("s"), STR(badtype2), &n, &err), INVAL);
+  CHECK(msg_has("line 2"));
+  EXPECT(mnem_add_events(s, app, user, STR("s"), STR(bad3), EMPTY, &n, &err), INVAL);
+  CHECK(msg_has("line 3"));
+  EXPECT(mnem_add_events(s, app, user, STR("s"), STR(badtype2), EMPTY, &n, &err), INVAL);
+  CHECK(msg_has("line 2"));
+  EXPECT(mnem_add_events(s, app, user, STR("s"), STR(EV("atom-1", "user", "1", "ibex") "\n[]"),
+                         EMPTY, &n, &err),
+         INVAL);
+  CHECK(msg_has("line 2"));
+  CHECK(NRES(mnem_search, s, app, user, STR("ibex")) == 0);
+
+  const char ep_bad[] = "{\"primary\":\"atomic ibex\"}\n"
+                        "{\"primary\":\"atomic ibex\",\"bogus_key\":1}\n"
+                        "{\"primary\":\"atomic ibex\"}\n";
+  uint8_t ids[48];
+  EXPECT(mnem_put_episodes(s, app, user, STR(ep_bad), ids, sizeof ids, &err), INVAL);
+  CHECK(msg_has("line 2"));
+  CHECK(msg_has("bogus_key"));
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"ibex\"}")) == 0);
+  CHECK(NRES(mnem_search, s, app, user, STR("ibex")) == 0);
+}
+
+/* ---- put / delete episodes ------------------------------------------------------------- */
+
+#define FIXED_ID "0190a5e4-0000-7000-8000-0000000000aa"
+static const uint8_t FIXED_BYTES[16] = {0x01, 0x90, 0xa5, 0xe4, 0, 0, 0x70, 0,
+                                        0x80, 0,    0,    0,    0, 0, 0,    0xaa};
+
+static void test_episodes(mnem_store *s) {
+  mnem_str app = STR("ep"), user = STR("u");
+  const char batch[] =
+      "{\"primary\":\"aardvark alpha\",\"tags\":[\"t1\"],\"episode_type\":\"note\"}\n"
+      "{\"id\":\"" FIXED_ID "\",\"primary\":\"aardvark beta\",\"secondary\":\"second field\","
+      "\"context\":\"ctx\",\"metadata\":{\"k\":[1,2]},\"author\":\"me\",\"session_id\":\"s\","
+      "\"event_id\":\"e\",\"timestamp\":1.5,\"ttl_ms\":3600000,\"content\":{\"any\":\"json\"}}\n"
+      "{\"primary\":\"gamma aardvark aardvark\",\"expires_at_ms\":4102444800000}\n";
+  uint8_t ids[64];
+  const mnem_str q = STR("{\"text\":\"aardvark\"}");
+
+  /* out_ids too small: rejected before anything is written */
+  memset(ids, 0xEE, sizeof ids);
+  EXPECT(mnem_put_episodes(s, app, user, STR(batch), ids, 47, &err), INVAL);
+  EXPECT(mnem_put_episodes(s, app, user, STR(batch), ids, 16, &err), INVAL);
+  EXPECT(mnem_put_episodes(s, app, user, STR(batch), NULL, 48, &err), INVAL);
+  EXPECT_NOERR(mnem_put_episodes(s, app, user, STR(batch), ids, 47, NULL), INVAL);
+  CHECK(NRES(mnem_keyword_search, s, app, user, q) == 0);
+
+  memset(ids, 0xEE, sizeof ids);
+  EXPECT(mnem_put_episodes(s, app, user, STR(batch), ids, sizeof ids, &err), OK);
+  CHECK(memcmp(ids + 16, FIXED_BYTES, 16) == 0); /* line order */
+  CHECK(is_v7(ids) && is_v7(ids + 32));
+  CHECK(memcmp(ids, ids + 32, 16) != 0);
+  CHECK(all_bytes(ids + 48, 16, 0xEE)); /* nothing past 16 x lines */
+  char id1[37], id3[37];
+  uuid_text(ids, id1);
+  uuid_text(ids + 32, id3);
+
+  char *j = FETCH(mnem_keyword_search, s, app, user, q);
+  if (j) {
+    CHECK(count_key(j, "record") == 3);
+    CHECK(count_kv(j, "revision", "1") == 3);
+    CHECK(count_kv(j, "id", "\"" FIXED_ID "\"") == 1);
+    CHECK(count_kv(j, "episode_type", "\"note\"") == 1);
+    CHECK(count_kv(j, "episode_type", "\"episode\"") == 2);
+    CHECK(count_kv(j, "metadata", "{\"k\":[1,2]}") == 1);
+    CHECK(count_kv(j, "content", "{\"any\":\"json\"}") == 1);
+    CHECK(count_kv(j, "expires_at_ms", "4102444800000") == 1);
+    CHECK(count_kv(j, "timestamp", "1.5") == 1);
+    CHECK(count_key(j, "created_at_ms") == 3 && count_key(j, "updated_at_ms") == 3);
+    CHECK(count_key(j, "score") == 3);
+    free(j);
+  }
+  /* same id again: new revision */
+  EXPECT(mnem_put_episodes(s, app, user,
+                           STR("{\"id\":\"" FIXED_ID "\",\"primary\":\"aardvark beta again\"}"),
+                           NULL, 0, &err),
+         OK);
+  j = FETCH(mnem_keyword_search, s, app, user, q);
+  if (j) {
+    CHECK(count_key(j, "record") == 3);
+    CHECK(count_kv(j, "revision", "2") == 1);
+    CHECK(strstr(j, "aardvark beta again") != NULL);
+    free(j);
+  }
+  /* expired at write time: invisible */
+  EXPECT(mnem_put_episodes(s, app, user, STR("{\"primary\":\"expired okapi\",\"expires_at_ms\":1}"),
+                           NULL, 0, &err),
+         OK);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"okapi\"}")) == 0);
+  CHECK(NRES(mnem_substring_search, s, app, user, STR("{\"text\":\"okapi\"}")) == 0);
+  /* empty batch */
+  EXPECT(mnem_put_episodes(s, app, user, EMPTY, NULL, 0, &err), OK);
+  EXPECT_NOERR(mnem_put_episodes(s, app, user, STR(""), ids, sizeof ids, NULL), OK);
+  /* bad lines */
+  const char *bad[] = {"{\"id\":\"not-a-uuid\",\"primary\":\"x\"}",
+                       "{\"id\":7}",
+                       "{\"ttl_ms\":0}",
+                       "{\"ttl_ms\":-1}",
+                       "{\"ttl_ms\":5000,\"expires_at_ms\":99999999999999}",
+                       "{\"bogus\":1}",
+                       "{\"revision\":3}",
+                       "{\"created_at_ms\":3}",
+                       "[1]",
+                       "\"str\"",
+                       "{\"tags\":\"t\"}",
+                       "{\"tags\":[1]}",
+                       "{\"metadata\":[1]}",
+                       "{\"primary\":5}",
+                       "{\"embedding\":\"x\"}",
+                       "{\"primary\":\"x\"",
+                       "{\"primary\":\"x\"} {}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CTX("episode line %s", bad[i]);
+    EXPECT(mnem_put_episodes(s, app, user, S(bad[i]), ids, sizeof ids, &err), INVAL);
+  }
+  g_ctx[0] = '\0';
+  EXPECT(mnem_put_episodes(s, app, user, STR("{\"bogus\":1}"), NULL, 0, &err), INVAL);
+  CHECK(msg_has("bogus") && msg_has("line 1"));
+
+  /* embeddings: one dimension per namespace */
+  mnem_str vapp = STR("vec");
+  EXPECT(mnem_put_episodes(s, vapp, user,
+                           STR("{\"primary\":\"v1\",\"embedding\":[1,0,0]}\n"
+                               "{\"primary\":\"v2\",\"embedding\":[1,0]}"),
+                           NULL, 0, &err),
+         INVAL);
+  CHECK(msg_has("line 2"));
+  EXPECT(mnem_put_episodes(s, vapp, user, STR("{\"primary\":\"v1\",\"embedding\":[1,0,0]}"), NULL,
+                           0, &err),
+         OK);
+  EXPECT(mnem_put_episodes(s, vapp, user, STR("{\"primary\":\"v2\",\"embedding\":[1,0]}"), NULL, 0,
+                           &err),
+         INVAL);
+  EXPECT(mnem_put_episodes(s, STR("vec2"), user, STR("{\"primary\":\"v2\",\"embedding\":[1,0]}"),
+                           NULL, 0, &err),
+         OK); /* other namespace, own dimension */
+
+  /* delete_episodes */
+  uint64_t n = 99;
+  char line[64];
+  snprintf(line, sizeof line, "\"%s\"\n", id1);
+  EXPECT(mnem_delete_episodes(s, app, user, S(line), &n, &err), OK);
+  CHECK(n == 1);
+  CHECK(NRES(mnem_keyword_search, s, app, user, q) == 2);
+  n = 99;
+  EXPECT(mnem_delete_episodes(s, app, user, S(line), &n, &err), OK); /* already deleted */
+  CHECK(n == 0);
+  n = 99;
+  EXPECT(mnem_delete_episodes(s, app, user, STR("\"0190a5e4-0000-7000-8000-0000000000ff\""), &n,
+                              &err),
+         OK); /* unknown */
+  CHECK(n == 0);
+  n = 99;
+  EXPECT(mnem_delete_episodes(s, STR("other"), user, STR("\"" FIXED_ID "\""), &n, &err), OK);
+  CHECK(n == 0); /* other namespace untouched */
+  n = 99;
+  EXPECT(mnem_delete_episodes(s, app, user, EMPTY, &n, &err), OK);
+  CHECK(n == 0);
+  const char *bad_ids[] = {"42", "\"nope\"", "{\"id\":\"" FIXED_ID "\"}", "[\"" FIXED_ID "\"]",
+                           "null", "\"" FIXED_ID};
+  for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+    CTX("ids line %s", bad_ids[i]);
+    EXPECT(mnem_delete_episodes(s, app, user, S(bad_ids[i]), &n, &err), INVAL);
+  }
+  g_ctx[0] = '\0';
+  char reuse[128];
+  snprintf(reuse, sizeof reuse, "{\"id\":\"%s\",\"primary\":\"aardvark back\"}", id1);
+  EXPECT(mnem_put_episodes(s, app, user, S(reuse), NULL, 0, &err), INVAL); /* deleted id */
+  CHECK(NRES(mnem_keyword_search, s, app, user, q) == 2);
+  snprintf(line, sizeof line, "\"%s\"\n\"nope\"\n", id3);
+  EXPECT(mnem_delete_episodes(s, app, user, S(line), &n, &err), INVAL); /* atomic */
+  CHECK(msg_has("line 2"));
+  CHECK(NRES(mnem_keyword_search, s, app, user, q) == 2);
+  snprintf(line, sizeof line, "\"%s\"", id3);
+  EXPECT_NOERR(mnem_delete_episodes(s, app, user, S(line), NULL, NULL), OK);
+  CHECK(NRES(mnem_keyword_search, s, app, user, q) == 1);
+}
+
+/* ---- keyword / lexical page / substring / hybrid --------------------------------------- */
+
+static void test_keyword(mnem_store *s) {
+  mnem_str app = STR("kw"), user = STR("u");
+  EXPECT(mnem_put_episodes(
+             s, app, user,
+             STR("{\"primary\":\"red fox\",\"episode_type\":\"animal\",\"tags\":[\"wild\"]}\n"
+                 "{\"primary\":\"red red red apple\",\"episode_type\":\"fruit\",\"tags\":[\"food\"]}\n"
+                 "{\"primary\":\"blue whale\",\"secondary\":\"small\",\"context\":\"Red krill\","
+                 "\"episode_type\":\"animal\",\"tags\":[\"sea\",\"wild\"]}\n"),
+             NULL, 0, &err),
+         OK);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"red\"}")) == 3);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"RED\"}")) == 3);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"krill\"}")) == 1);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"red\",\"limit\":1}")) == 1);
+  CHECK(NRES(mnem_keyword_search, s, app, user,
+             STR("{\"text\":\"red\",\"episode_type\":\"animal\"}")) == 2);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"red\",\"tag\":\"sea\"}")) == 1);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"purple\"}")) == 0);
+  CHECK(NRES(mnem_keyword_search, s, STR("kw-other"), user, STR("{\"text\":\"red\"}")) == 0);
+  char *j = FETCH(mnem_keyword_search, s, app, user, STR("{\"text\":\"red apple\",\"limit\":1}"));
+  if (j) {
+    CHECK(strncmp(j, "{\"results\"", 10) == 0);
+    CHECK(strstr(j, "red red red apple") != NULL);
+    free(j);
+  }
+  /* limit 0 is no results, not an error (as in hybrid search) */
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"red\",\"limit\":0}")) == 0);
+  CHECK(NRES(mnem_keyword_search, s, app, user, STR("{\"text\":\"...\"}")) == 0);
+  const char *bad[] = {"{\"text\":\"red\",\"limit\":1001}",
+                       "{\"text\":\"red\",\"limit\":-1}", "{\"text\":\"red\",\"bogus\":1}",
+                       "{\"text\":5}",  "{", "[]", "\"red\"", "{\"text\":\"red\"} x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CTX("keyword query %s", bad[i]);
+    READ_FAILS(mnem_keyword_search, s, app, user, S(bad[i]), INVAL);
+  }
+  g_ctx[0] = '\0';
+  buffer_convention("mnem_keyword_search", mnem_keyword_search, s, app, user,
+                    STR("{\"text\":\"red\"}"), STR("{\"text\":\"red\",\"limit\":1001}"));
+}
+
+static void test_lexical(mnem_store *s) {
+  mnem_str app = STR("lex"), user = STR("u");
+  EXPECT(mnem_put_episodes(s, app, user,
+                           STR("{\"primary\":\"apple pie 1\"}\n{\"primary\":\"apple pie 2\"}\n"
+                               "{\"primary\":\"apple pie 3\"}\n{\"primary\":\"apple pie 4\"}\n"
+                               "{\"primary\":\"apple pie 5\",\"tags\":[\"x\"]}\n"
+                               "{\"primary\":\"banana bread\"}"),
+                           NULL, 0, &err),
+         OK);
+  char *j = FETCH(mnem_lexical_page, s, app, user, STR("{\"text\":\"apple\"}"));
+  if (j) {
+    CHECK(strncmp(j, "{\"hits\"", 7) == 0);
+    CHECK(count_key(j, "record") == 5);
+    CHECK(count_kv(j, "matched_records", "5") == 1);
+    CHECK(count_kv(j, "corpus_records", "6") == 1);
+    CHECK(count_kv(j, "scanned_records", "6") == 1);
+    CHECK(count_key(j, "scanned_bytes") == 1);
+    CHECK(count_kv(j, "next_after", "null") == 1);
+    CHECK(count_kv(j, "exhaustive", "true") == 1);
+    free(j);
+  }
+  CHECK(NRES(mnem_lexical_page, s, app, user, STR("{\"text\":\"apple\",\"limit\":2}")) == 2);
+  CHECK(NRES(mnem_lexical_page, s, app, user, STR("{\"text\":\"apple\",\"tag\":\"x\"}")) == 1);
+  CHECK(NRES(mnem_lexical_page, s, app, user, STR("{\"text\":\"apple\",\"after\":null}")) == 5);
+  CHECK(NRES(mnem_lexical_page, s, app, user,
+             STR("{\"text\":\"bread\",\"episode_type\":\"episode\"}")) == 1);
+  /* paging: 6 records, scan_limit 4 -> 4 + 2 */
+  char after[64], q[256];
+  j = FETCH(mnem_lexical_page, s, app, user, STR("{\"text\":\"apple\",\"scan_limit\":4}"));
+  after[0] = '\0';
+  if (j) {
+    CHECK(count_kv(j, "scanned_records", "4") == 1);
+    CHECK(count_kv(j, "exhaustive", "false") == 1);
+    str_value(j, "next_after", 0, after, sizeof after);
+    CHECK(strlen(after) == 36);
+    free(j);
+  }
+  snprintf(q, sizeof q, "{\"text\":\"apple\",\"scan_limit\":4,\"after\":\"%s\"}", after);
+  j = FETCH(mnem_lexical_page, s, app, user, S(q));
+  if (j) {
+    CHECK(count_kv(j, "scanned_records", "2") == 1);
+    CHECK(count_kv(j, "next_after", "null") == 1);
+    CHECK(count_kv(j, "exhaustive", "false") == 1); /* a continued request never is */
+    free(j);
+  }
+  static char long_text[4200 + 32], many_terms[65 * 8 + 32];
+  strcpy(long_text, "{\"text\":\"");
+  memset(long_text + 9, 'a', 4097);
+  strcpy(long_text + 9 + 4097, "\"}");
+  strcpy(many_terms, "{\"text\":\"");
+  for (int i = 0; i < 65; i++) sprintf(many_terms + strlen(many_terms), "t%d ", i);
+  strcat(many_terms, "\"}");
+  const char *bad[] = {"{\"text\":\"apple\",\"limit\":0}",
+                       "{\"text\":\"apple\",\"limit\":101}",
+                       "{\"text\":\"apple\",\"after\":\"bad\"}",
+                       "{\"text\":\"apple\",\"after\":5}",
+                       "{\"text\":\"\"}",
+                       "{\"text\":\"!!! ... ,\"}",
+                       "{\"text\":\"apple\",\"scan_limit\":0}",
+                       "{\"text\":\"apple\",\"scan_limit\":10001}",
+                       "{\"text\":\"apple\",\"scan_bytes_limit\":0}",
+                       "{\"text\":\"apple\",\"scan_bytes_limit\":67108865}",
+                       "{\"text\":\"apple\",\"scan_bytes_limit\":1}",
+                       "{\"text\":\"apple\",\"bogus\":1}",
+                       "{\"text\":\"apple\"",
+                       long_text,
+                       many_terms};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CTX("lexical query #%zu %.60s", i, bad[i]);
+    READ_FAILS(mnem_lexical_page, s, app, user, S(bad[i]), INVAL);
+  }
+  g_ctx[0] = '\0';
+  buffer_convention("mnem_lexical_page", mnem_lexical_page, s, app, user,
+                    STR("{\"text\":\"apple\"}"), STR("{\"text\":\"apple\",\"limit\":0}"));
+}
+
+static void test_substring(mnem_store *s) {
+  mnem_str app = STR("lex"), user = STR("u");
+  char *j = FETCH(mnem_substring_search, s, app, user, STR("{\"text\":\"PPLE P\"}"));
+  if (j) {
+    CHECK(strncmp(j, "{\"results\"", 10) == 0);
+    CHECK(count_key(j, "record") == 5);
+    char prev[64] = "", cur[64];
+    for (int i = 0; i < 5; i++) { /* ascending UUID order */
+      str_value(j, "id", i, cur, sizeof cur);
+      CHECK(strlen(cur) == 36 && strcmp(prev, cur) < 0);
+      strcpy(prev, cur);
+    }
+    free(j);
+  }
+  CHECK(NRES(mnem_substring_search, s, app, user, STR("{\"text\":\"pie 3\"}")) == 1);
+  CHECK(NRES(mnem_substring_search, s, app, user, STR("{\"text\":\"zzz\"}")) == 0);
+  CHECK(NRES(mnem_substring_search, s, app, user, STR("{\"text\":\"apple\",\"limit\":2}")) == 2);
+  CHECK(NRES(mnem_substring_search, s, app, user, STR("{\"text\":\"apple\",\"limit\":0}")) == 0);
+  CHECK(NRES(mnem_substring_search, s, app, user, STR("{\"text\":\"apple\",\"tag\":\"x\"}")) == 1);
+  const char *bad[] = {"{\"text\":\"apple\",\"bogus\":1}", "{\"text\":", "[]", "{\"text\":1}",
+                       "{\"text\":\"\"}", "{\"text\":\"apple\",\"limit\":1001}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CTX("substring query %s", bad[i]);
+    READ_FAILS(mnem_substring_search, s, app, user, S(bad[i]), INVAL);
+  }
+  g_ctx[0] = '\0';
+  buffer_convention("mnem_substring_search", mnem_substring_search, s, app, user,
+                    STR("{\"text\":\"apple\"}"), STR("{\"text\":\"apple\",\"bogus\":1}"));
+}
+
+static void test_hybrid(mnem_store *s) {
+  mnem_str app = STR("hy"), user = STR("u");
+  EXPECT(mnem_put_episodes(s, app, user,
+                           STR("{\"primary\":\"alpha apple\",\"embedding\":[1,0,0]}\n"
+                               "{\"primary\":\"beta apple\",\"embedding\":[0,1,0]}\n"
+                               "{\"primary\":\"gamma\",\"embedding\":[0.6,0.8,0]}\n"),
+                           NULL, 0, &err),
+         OK);
+  char *j = FETCH(mnem_hybrid_search, s, app, user,
+                  STR("{\"text\":\"apple\",\"vector\":[0,1,0],\"semantic_weight\":0.5}"));
+  if (j) {
+    CHECK(strncmp(j, "{\"results\"", 10) == 0);
+    CHECK(count_key(j, "record") == 3);
+    CHECK(count_key(j, "keyword_score") == 3 && count_key(j, "semantic_score") == 3);
+    long b = pos_of(j, "primary", "\"beta apple\""), a = pos_of(j, "primary", "\"alpha apple\"");
+    CHECK(b >= 0 && a > b); /* beta wins both channels */
+    free(j);
+  }
+  CHECK(NRES(mnem_hybrid_search, s, app, user, STR("{\"text\":\"gamma\"}")) == 1);
+  CHECK(NRES(mnem_hybrid_search, s, app, user,
+             STR("{\"text\":\"apple\",\"vector\":[0,1,0],\"semantic_weight\":0}")) == 2);
+  CHECK(NRES(mnem_hybrid_search, s, app, user,
+             STR("{\"text\":\"apple\",\"vector\":[0,1,0],\"limit\":0}")) == 0);
+  CHECK(NRES(mnem_hybrid_search, s, app, user, STR("{\"text\":\"\",\"vector\":[0,1,0]}")) == 0);
+  CHECK(NRES(mnem_hybrid_search, s, app, user,
+             STR("{\"text\":\"apple\",\"vector\":[0,1,0],\"semantic_weight\":1,"
+                 "\"candidates\":4294967295,\"limit\":2}")) == 2);
+  const char *bad[] = {"{\"text\":\"apple\",\"semantic_weight\":1.5}",
+                       "{\"text\":\"apple\",\"semantic_weight\":-0.1}",
+                       "{\"text\":\"apple\",\"semantic_weight\":1e999}",
+                       "{\"text\":\"apple\",\"semantic_weight\":\"0.5\"}",
+                       "{\"text\":\"apple\",\"bogus\":1}",
+                       "{\"text\":\"apple\",\"vector\":\"x\"}",
+                       "{\"text\":\"apple\",\"vector\":[1,0]}",
+                       "{\"text\":\"apple\",\"limit\":1001}",
+                       "{\"text\":\"apple\""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CTX("hybrid query %s", bad[i]);
+    READ_FAILS(mnem_hybrid_search, s, app, user, S(bad[i]), INVAL);
+  }
+  g_ctx[0] = '\0';
+  buffer_convention("mnem_hybrid_search", mnem_hybrid_search, s, app, user,
+                    STR("{\"text\":\"apple\",\"vector\":[0,1,0]}"),
+                    STR("{\"text\":\"apple\",\"semantic_weight\":1.5}"));
+}
+
+/* ---- one handle, many threads ---------------------------------------------------------- */
+
+typedef struct {
+  mnem_store *s;
+  int id;
+  int bad;
+  uint64_t added;
+} thr_arg;
+
+static void *writer(void *p) {
+  thr_arg *a = p;
+  char sess[32], line[256];
+  snprintf(sess, sizeof sess, "thr-%d", a->id);
+  for (int i = 0; i < 20; i++) {
+    snprintf(line, sizeof line,
+             "{\"id\":\"w%d-%d\",\"author\":\"user\",\"timestamp\":%d,\"content\":"
+             "{\"role\":\"user\",\"parts\":[{\"text\":\"thread fact %d\"}]}}",
+             a->id, i, i, i);
+    mnem_error e;
+    uint64_t n = 0;
+    if (mnem_add_events(a->s, STR("thr"), STR("u"), S(sess), S(line), EMPTY, &n, &e) != OK)
+      a->bad++;
+    a->added += n;
+  }
+  return NULL;
+}
+static void *reader(void *p) {
+  thr_arg *a = p;
+  static const char q[] = "{\"text\":\"fact\",\"limit\":100}";
+  uint8_t *buf = malloc(1 << 16);
+  for (int i = 0; i < 20; i++) {
+    size_t len;
+    mnem_error e;
+    if (mnem_search(a->s, STR("thr"), STR("u"), STR("thread fact"), buf, 1 << 16, &len, &e) != OK)
+      a->bad++;
+    if (mnem_keyword_search(a->s, STR("thr"), STR("u"), STR(q), buf, 1 << 16, &len, &e) != OK)
+      a->bad++;
+  }
+  free(buf);
+  return NULL;
+}
+
+static void test_threads(mnem_store *s) {
+  pthread_t t[4];
+  thr_arg a[4];
+  for (int i = 0; i < 4; i++) {
+    a[i] = (thr_arg){s, i, 0, 0};
+    CHECK(pthread_create(&t[i], NULL, i < 2 ? writer : reader, &a[i]) == 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  CHECK(a[0].bad + a[1].bad + a[2].bad + a[3].bad == 0);
+  CHECK(a[0].added + a[1].added == 40);
+  CHECK(NRES(mnem_keyword_search, s, STR("thr"), STR("u"),
+             STR("{\"text\":\"fact\",\"limit\":100}")) == 40);
+}
+
+/* ---- :memory: independence, flush, persistence and READ_ONLY --------------------------- */
+
+static void test_memory_stores(void) {
+  mnem_store *a = open_memory(), *b = open_memory();
+  EXPECT(mnem_put_episodes(a, STR("m"), STR("u"), STR("{\"primary\":\"only in a\"}"), NULL, 0,
+                           &err),
+         OK);
+  CHECK(NRES(mnem_keyword_search, a, STR("m"), STR("u"), STR("{\"text\":\"only\"}")) == 1);
+  CHECK(NRES(mnem_keyword_search, b, STR("m"), STR("u"), STR("{\"text\":\"only\"}")) == 0);
+  EXPECT(mnem_flush(a, &err), OK);
+  EXPECT_NOERR(mnem_flush(b, NULL), OK);
+  mnem_free(a);
+  mnem_free(b);
+}
+
+typedef struct {
+  char *search, *keyword, *lexical, *substring, *hybrid;
+} snapshot;
+static void snap(mnem_store *s, snapshot *o) {
+  mnem_str app = STR("p"), user = STR("u");
+  o->search = FETCH(mnem_search, s, app, user, STR("persist"));
+  o->keyword = FETCH(mnem_keyword_search, s, app, user, STR("{\"text\":\"persist\"}"));
+  o->lexical = FETCH(mnem_lexical_page, s, app, user, STR("{\"text\":\"persist\"}"));
+  o->substring = FETCH(mnem_substring_search, s, app, user, STR("{\"text\":\"persist\"}"));
+  o->hybrid = FETCH(mnem_hybrid_search, s, app, user,
+                    STR("{\"text\":\"persist\",\"vector\":[1,0]}"));
+}
+static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+static void snap_check(const char *file, int line, const snapshot *x, const snapshot *y) {
+  check_(same(x->search, y->search), file, line, "mnem_search output unchanged");
+  check_(same(x->keyword, y->keyword), file, line, "mnem_keyword_search output unchanged");
+  check_(same(x->lexical, y->lexical), file, line, "mnem_lexical_page output unchanged");
+  check_(same(x->substring, y->substring), file, line, "mnem_substring_search output unchanged");
+  check_(same(x->hybrid, y->hybrid), file, line, "mnem_hybrid_search output unchanged");
+}
+#define SNAP_SAME(x, y) snap_check(__FILE__, __LINE__, (x), (y))
+static void snap_free(snapshot *o) {
+  free(o->search), free(o->keyword), free(o->lexical), free(o->substring), free(o->hybrid);
+}
+
+static void test_persistence(void) {
+  char db[PATH_MAX + 16];
+  snprintf(db, sizeof db, "%s/db", g_tmp);
+  mnem_str app = STR("p"), user = STR("u");
+  mnem_store *s = NULL;
+  uint64_t n = 99;
+  uint8_t ids[32];
+  EXPECT(mnem_open(S(db), MNEM_OPEN_CREATE, EMPTY, &s, &err), OK);
+  if (!s) return;
+  EXPECT(mnem_add_session(s, app, user, STR("s1"),
+                          STR(EV("p1", "user", "100.25", "persist me") "\n"
+                              EV("p2", "model", "101", "persist you too")),
+                          &n, &err),
+         OK);
+  CHECK(n == 2);
+  EXPECT(mnem_put_episodes(s, app, user,
+                           STR("{\"primary\":\"persist episode\",\"embedding\":[1,0]}\n"
+                               "{\"primary\":\"persist other\",\"embedding\":[0,1]}"),
+                           ids, sizeof ids, &err),
+         OK);
+  EXPECT(mnem_delete_memory(s, app, user, STR("p2"), &n, &err), OK); /* tombstone persists */
+  CHECK(n == 1);
+  snapshot before;
+  snap(s, &before);
+  CHECK(count_key(before.search, "custom_metadata") == 1);
+  CHECK(count_key(before.keyword, "record") == 3);
+  EXPECT(mnem_flush(s, &err), OK);
+  EXPECT_NOERR(mnem_flush(s, NULL), OK);
+  mnem_free(s);
+
+  /* reopen: everything is there, tombstone included */
+  s = NULL;
+  EXPECT(mnem_open(S(db), 0, STR("{\"sync_writes\":true}"), &s, &err), OK);
+  if (!s) {
+    snap_free(&before);
+    return;
+  }
+  snapshot after;
+  snap(s, &after);
+  SNAP_SAME(&before, &after);
+  snap_free(&after);
+  EXPECT(mnem_add_events(s, app, user, STR("s2"), STR(EV("p2", "model", "101", "persist p2")),
+                         EMPTY, &n, &err),
+         OK);
+  CHECK(n == 0);
+  /* the dimension fixed by the first vector persists too */
+  EXPECT(mnem_put_episodes(s, app, user, STR("{\"primary\":\"x\",\"embedding\":[1,0,0]}"), NULL,
+                           0, &err),
+         INVAL);
+  mnem_free(s);
+
+  /* READ_ONLY: reads work, every write is refused and changes nothing */
+  s = NULL;
+  EXPECT(mnem_open(S(db), MNEM_OPEN_READ_ONLY, EMPTY, &s, &err), OK);
+  if (!s) {
+    snap_free(&before);
+    return;
+  }
+  snap(s, &after);
+  SNAP_SAME(&before, &after);
+  snap_free(&after);
+  char idline[64], id0[37];
+  uuid_text(ids, id0);
+  snprintf(idline, sizeof idline, "\"%s\"", id0);
+  const mnem_status RO = MNEM_STATUS_READ_ONLY;
+  EXPECT(mnem_add_session(s, app, user, STR("s1"), STR(EV("p3", "user", "1", "persist ro")), &n,
+                          &err),
+         RO);
+  EXPECT(mnem_add_session(s, app, user, STR("s1"), EMPTY, &n, &err), RO);
+  EXPECT(mnem_add_events(s, app, user, STR("s1"), STR(EV("p4", "user", "1", "persist ro")),
+                         EMPTY, &n, &err),
+         RO);
+  EXPECT(mnem_delete_memory(s, app, user, STR("p1"), &n, &err), RO);
+  EXPECT(mnem_put_episodes(s, app, user, STR("{\"primary\":\"persist ro\"}"), ids, sizeof ids,
+                           &err),
+         RO);
+  EXPECT(mnem_delete_episodes(s, app, user, S(idline), &n, &err), RO);
+  EXPECT_NOERR(mnem_add_session(s, app, user, STR("s1"), EMPTY, NULL, NULL), RO);
+  EXPECT_NOERR(mnem_add_events(s, app, user, STR("s1"), EMPTY, EMPTY, NULL, NULL), RO);
+  EXPECT_NOERR(mnem_delete_memory(s, app, user, STR("p1"), NULL, NULL), RO);
+  EXPECT_NOERR(mnem_put_episodes(s, app, user, STR("{\"primary\":\"persist ro\"}"), NULL, 0, NULL),
+               RO);
+  EXPECT_NOERR(mnem_delete_episodes(s, app, user, S(idline), NULL, NULL), RO);
+  EXPECT(mnem_flush(s, &err), OK); /* documented no-op on a read-only handle */
+  snap(s, &after);
+  SNAP_SAME(&before, &after);
+  snap_free(&after);
+  mnem_free(s);
+
+  /* and nothing changed on disk */
+  s = NULL;
+  EXPECT(mnem_open(S(db), 0, EMPTY, &s, &err), OK);
+  if (s) {
+    snap(s, &after);
+    SNAP_SAME(&before, &after);
+    snap_free(&after);
+    mnem_free(s);
+  }
+  snap_free(&before);
+}
+
+int main(void) {
+  tzset();
+  snprintf(g_tmp, sizeof g_tmp, "%s/mnem-c-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(g_tmp)) {
+    perror("mkdtemp");
+    return 2;
+  }
+  test_static();
+  test_open();
+  test_null_store();
+  mnem_store *m = open_memory();
+  test_bad_strings(m);
+  test_adk(m);
+  test_atomicity(m);
+  test_episodes(m);
+  test_keyword(m);
+  test_lexical(m);
+  test_substring(m);
+  test_hybrid(m);
+  test_threads(m);
+  EXPECT(mnem_flush(m, &err), OK);
+  mnem_free(m);
+  test_memory_stores();
+  test_persistence();
+  rm_rf(g_tmp);
+  CHECK(!path_exists(g_tmp));
+  printf("%d passed, %d failed\n", g_pass, g_fail);
+  return g_fail ? 1 : 0;
+}
