@@ -325,6 +325,48 @@ impl<'a> RecordView<'a> {
     }
 }
 
+/// The fields a lexical scan reads: header, type, the three texts and tags. They come
+/// first in the stored format, so the scan stops there and never touches (or validates)
+/// content, metadata or the embedding; hits are decoded in full afterwards.
+#[derive(Clone, Copy, Debug)]
+pub struct ScanView<'a> {
+    flags: u8,
+    expires_at_ms: i64,
+    pub episode_type: &'a str,
+    pub primary: &'a str,
+    pub secondary: &'a str,
+    pub context: &'a str,
+    tags: &'a [u8],
+}
+
+impl<'a> ScanView<'a> {
+    pub fn parse(bytes: &'a [u8]) -> Result<ScanView<'a>> {
+        let mut r = Reader { bytes, pos: 0 };
+        let head = r.take(HEADER_LEN)?;
+        if head[0] != RECORD_VERSION {
+            return Err(Error::corruption(format!("unknown record version {}", head[0])));
+        }
+        Ok(ScanView {
+            flags: head[1],
+            expires_at_ms: i64::from_le_bytes(head[26..34].try_into().expect("8 bytes")),
+            episode_type: r.text()?,
+            primary: r.text()?,
+            secondary: r.text()?,
+            context: r.text()?,
+            tags: r.field()?,
+        })
+    }
+
+    /// Not deleted, and not expired at `now_ms`.
+    pub fn is_visible(&self, now_ms: i64) -> bool {
+        self.flags & flag::DELETED == 0 && (self.flags & flag::EXPIRES == 0 || now_ms < self.expires_at_ms)
+    }
+
+    pub fn has_tag(&self, tag: &str) -> bool {
+        (TagIter { r: Reader { bytes: self.tags, pos: 0 } }).any(|t| t == tag)
+    }
+}
+
 pub struct TagIter<'a> {
     r: Reader<'a>,
 }
@@ -394,6 +436,20 @@ mod tests {
         let mut padded = bytes.clone();
         padded.push(0);
         assert!(Episode::decode(e.id, &padded).is_err());
+    }
+
+    #[test]
+    fn scan_view_reads_the_searchable_prefix() {
+        let e = sample();
+        let bytes = e.encode();
+        let v = ScanView::parse(&bytes).unwrap();
+        assert_eq!((v.episode_type, v.primary, v.context), ("note", "Hello wörld", "ctx"));
+        assert!(v.has_tag("ü") && !v.has_tag("b"));
+        assert!(v.is_visible(98) && !v.is_visible(99));
+        let mut deleted = e.clone();
+        deleted.deleted = true;
+        assert!(!ScanView::parse(&deleted.encode()).unwrap().is_visible(0));
+        assert!(ScanView::parse(&bytes[..50]).is_err());
     }
 
     #[test]

@@ -8,21 +8,18 @@ pub const B: f64 = 0.75;
 /// Counts, for one document, its length and the frequency of each query term.
 pub struct TermMatcher {
     terms: Vec<String>,
-    /// Bit `b` set when some term starts with byte `b`: most tokens fail this test, so the
-    /// scan compares few of them.
-    first_bytes: [u64; 4],
+    /// The first characters of the terms: a token is lowercased and compared only when the
+    /// lowercase of its first character is one of them.
+    firsts: Vec<char>,
     scratch: String,
 }
 
 impl TermMatcher {
     pub fn new(terms: Vec<String>) -> TermMatcher {
-        let mut first_bytes = [0u64; 4];
-        for t in &terms {
-            if let Some(&b) = t.as_bytes().first() {
-                first_bytes[(b >> 6) as usize] |= 1 << (b & 63);
-            }
-        }
-        TermMatcher { terms, first_bytes, scratch: String::new() }
+        let mut firsts: Vec<char> = terms.iter().filter_map(|t| t.chars().next()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        TermMatcher { terms, firsts, scratch: String::new() }
     }
 
     pub fn terms(&self) -> &[String] {
@@ -32,21 +29,21 @@ impl TermMatcher {
     /// Add the tokens of `text` to `dl` and their matches to `tf` (one slot per term).
     pub fn count(&mut self, text: &str, dl: &mut u64, tf: &mut [u32]) {
         let terms = &self.terms;
-        let first = &self.first_bytes;
+        let firsts = &self.firsts;
         let mut n = 0u64;
-        for_each_token(text, &mut self.scratch, |tok| {
-            n += 1;
-            let b = tok.as_bytes()[0];
-            if first[(b >> 6) as usize] & (1 << (b & 63)) == 0 {
-                return;
-            }
-            for (i, t) in terms.iter().enumerate() {
-                if t == tok {
-                    tf[i] += 1;
-                    break;
+        for_each_token(
+            text,
+            &mut self.scratch,
+            |c| firsts.contains(&c),
+            |tok| {
+                n += 1;
+                if let Some(tok) = tok {
+                    if let Some(i) = terms.iter().position(|t| t == tok) {
+                        tf[i] += 1;
+                    }
                 }
-            }
-        });
+            },
+        );
         *dl += n;
     }
 }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::Namespace;
 use crate::mnem::Mnem;
-use crate::record::{Episode, RecordView};
+use crate::record::{Episode, RecordView, ScanView};
 use crate::store::now_ms;
 use bm25::{Corpus, TermMatcher};
 use uuid::Uuid;
@@ -166,6 +166,10 @@ impl Filter<'_> {
     pub fn accepts(&self, v: &RecordView<'_>) -> bool {
         self.episode_type.is_none_or(|t| v.episode_type == t) && self.tag.is_none_or(|t| v.has_tag(t))
     }
+
+    fn accepts_scan(&self, v: &ScanView<'_>) -> bool {
+        self.episode_type.is_none_or(|t| v.episode_type == t) && self.tag.is_none_or(|t| v.has_tag(t))
+    }
 }
 
 /// What a scan gathered: the matched documents and the window's statistics.
@@ -234,8 +238,8 @@ impl Mnem {
             w.scanned_records += 1;
             w.scanned_bytes += bytes.len() as u64;
             last = Some(id);
-            let v = RecordView::parse(id, bytes)?;
-            if !v.is_visible(now) || !filter.accepts(&v) {
+            let v = ScanView::parse(bytes)?;
+            if !v.is_visible(now) || !filter.accepts_scan(&v) {
                 continue;
             }
             let mut dl = 0u64;

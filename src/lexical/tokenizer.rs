@@ -1,10 +1,62 @@
 //! The lexical tokenizer (contract §5): maximal runs of `char::is_alphanumeric`, each
 //! lowercased with the full Unicode mapping; no stemming, no normalization.
+//!
+//! The scan tokenizes every record it visits, so this is the hot path of the lexical page:
+//! `is_alphanumeric` for the Basic Multilingual Plane is a bitmap lookup (the standard
+//! library's is a binary search), and a token is lowercased only when its first character
+//! could start a query term (`want`); other tokens are only counted.
 
-/// Call `f` with each lowercased token of `text`. `buf` is scratch space, reused so that
-/// the scan allocates nothing per token.
+use std::sync::OnceLock;
+
+fn bmp_alphanumeric() -> &'static [u64; 1024] {
+    static TABLE: OnceLock<Box<[u64; 1024]>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0u64; 1024]);
+        for c in (0u32..0x10000).filter_map(char::from_u32) {
+            if c.is_alphanumeric() {
+                t[(c as usize) >> 6] |= 1 << (c as u32 & 63);
+            }
+        }
+        t
+    })
+}
+
 #[inline]
-pub fn for_each_token(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+fn is_alnum(table: &[u64; 1024], c: char) -> bool {
+    let u = c as u32;
+    if u < 0x10000 {
+        table[(u >> 6) as usize] & (1 << (u & 63)) != 0
+    } else {
+        c.is_alphanumeric()
+    }
+}
+
+/// The first character of the lowercase mapping of each BMP character.
+fn bmp_lower_first() -> &'static [char] {
+    static TABLE: OnceLock<Vec<char>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0u32..0x10000).map(|u| char::from_u32(u).map_or('\0', |c| c.to_lowercase().next().unwrap_or(c))).collect()
+    })
+}
+
+/// The first character of `c`'s lowercase mapping.
+#[inline]
+pub fn lower_first(c: char) -> char {
+    if c.is_ascii() {
+        c.to_ascii_lowercase()
+    } else if (c as u32) < 0x10000 {
+        bmp_lower_first()[c as usize]
+    } else {
+        c.to_lowercase().next().unwrap_or(c)
+    }
+}
+
+/// Call `f` once per token of `text`: with the lowercased token when `want` accepts the
+/// lowercase of its first character, else with None (the token still counts). `buf` is
+/// scratch space, reused so that the scan allocates nothing per token.
+#[inline]
+pub fn for_each_token(text: &str, buf: &mut String, want: impl Fn(char) -> bool, mut f: impl FnMut(Option<&str>)) {
+    let table = bmp_alphanumeric();
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -14,27 +66,29 @@ pub fn for_each_token(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
                 i += 1;
                 continue;
             }
-            // An ASCII run; it may continue into non-ASCII alphanumerics.
             let start = i;
             while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
                 i += 1;
             }
-            if i == bytes.len() || bytes[i] < 0x80 {
-                let tok = &text[start..i];
-                if tok.bytes().any(|c| c.is_ascii_uppercase()) {
-                    buf.clear();
-                    buf.extend(tok.bytes().map(|c| c.to_ascii_lowercase() as char));
-                    f(buf);
-                } else {
-                    f(tok);
-                }
+            if i < bytes.len() && bytes[i] >= 0x80 {
+                // The run continues into non-ASCII characters.
+                i = slow_run(table, text, start, buf, &want, &mut f);
                 continue;
             }
-            i = slow_run(text, start, buf, &mut f);
+            let tok = &text[start..i];
+            if !want(b.to_ascii_lowercase() as char) {
+                f(None);
+            } else if tok.bytes().any(|c| c.is_ascii_uppercase()) {
+                buf.clear();
+                buf.extend(tok.bytes().map(|c| c.to_ascii_lowercase() as char));
+                f(Some(buf));
+            } else {
+                f(Some(tok));
+            }
         } else {
             let c = text[i..].chars().next().expect("char boundary");
-            if c.is_alphanumeric() {
-                i = slow_run(text, i, buf, &mut f);
+            if is_alnum(table, c) {
+                i = slow_run(table, text, i, buf, &want, &mut f);
             } else {
                 i += c.len_utf8();
             }
@@ -43,14 +97,26 @@ pub fn for_each_token(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
 }
 
 /// A run that contains non-ASCII characters, from `start`; returns where it ends.
-#[cold]
-fn slow_run(text: &str, start: usize, buf: &mut String, f: &mut impl FnMut(&str)) -> usize {
-    let end = text[start..].char_indices().find(|&(_, c)| !c.is_alphanumeric()).map_or(text.len(), |(j, _)| start + j);
+fn slow_run(
+    table: &[u64; 1024],
+    text: &str,
+    start: usize,
+    buf: &mut String,
+    want: &impl Fn(char) -> bool,
+    f: &mut impl FnMut(Option<&str>),
+) -> usize {
+    let rest = &text[start..];
+    let end = rest.char_indices().find(|&(_, c)| !is_alnum(table, c)).map_or(text.len(), |(j, _)| start + j);
     let tok = &text[start..end];
-    buf.clear();
-    // `str::to_lowercase` applies Final_Sigma within the token, like Python's `str.lower`.
-    buf.push_str(&tok.to_lowercase());
-    f(buf);
+    let first = tok.chars().next().expect("a run is not empty");
+    if want(lower_first(first)) {
+        buf.clear();
+        // `str::to_lowercase` applies Final_Sigma within the token, like Python's `str.lower`.
+        buf.push_str(&tok.to_lowercase());
+        f(Some(buf));
+    } else {
+        f(None);
+    }
     end
 }
 
@@ -58,7 +124,7 @@ fn slow_run(text: &str, start: usize, buf: &mut String, f: &mut impl FnMut(&str)
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut buf = String::new();
-    for_each_token(text, &mut buf, |t| out.push(t.to_string()));
+    for_each_token(text, &mut buf, |_| true, |t| out.push(t.expect("every token wanted").to_string()));
     out
 }
 
@@ -85,7 +151,31 @@ mod tests {
         assert_eq!(tokens("東京タワー 2024年"), ["東京タワー", "2024年"]);
         assert_eq!(tokens("ΟΔΟΣ"), ["οδο\u{3c2}"]);
         assert_eq!(tokens("İ"), ["i\u{307}"]);
+        assert_eq!(tokens("𝐀𝐁 𐐀"), ["𝐀𝐁", "𐐨"], "outside the BMP too");
         assert!(tokens(" ... ").is_empty());
+    }
+
+    #[test]
+    fn bitmap_agrees_with_the_standard_library() {
+        let t = bmp_alphanumeric();
+        for c in (0u32..0x10000).filter_map(char::from_u32) {
+            assert_eq!(is_alnum(t, c), c.is_alphanumeric(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn lower_first_agrees_with_the_standard_library() {
+        for c in (0u32..0x11000).filter_map(char::from_u32) {
+            assert_eq!(lower_first(c), c.to_lowercase().next().unwrap(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn unwanted_tokens_are_counted_not_lowercased() {
+        let mut seen = Vec::new();
+        let mut buf = String::new();
+        for_each_token("Tea COFFEE Übung über", &mut buf, |c| c == 't' || c == 'ü', |t| seen.push(t.map(String::from)));
+        assert_eq!(seen, [Some("tea".into()), None, Some("übung".into()), Some("über".into())]);
     }
 
     #[test]
