@@ -149,6 +149,23 @@ fn text<'a>(s: mnem_str, what: &str) -> Result<&'a str> {
         .map_err(|e| Error::invalid(format!("`{what}` is not valid UTF-8 (at byte {})", e.valid_up_to())))
 }
 
+/// Like `text`, for a JSON Lines batch: invalid UTF-8 is reported with its line number.
+fn jsonl<'a>(s: mnem_str, what: &str) -> Result<&'a str> {
+    let e = match text(s, what) {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    if s.ptr.is_null() || s.len > isize::MAX as usize {
+        return Err(e);
+    }
+    // SAFETY: as in `text`, which has just read the same bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
+    let Err(bad) = std::str::from_utf8(bytes) else { return Err(e) };
+    let at = bad.valid_up_to();
+    let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    Err(Error::invalid(format!("`{what}` line {line} is not valid UTF-8 (at byte {at}); nothing was written")))
+}
+
 fn namespace(app: mnem_str, user: mnem_str) -> Result<Namespace> {
     let app = text(app, "app_name")?;
     let user = text(user, "user_id")?;
@@ -382,7 +399,7 @@ pub extern "C" fn mnem_add_session(
     guard(err, s, || {
         let m = need_store(s)?;
         let ns = namespace(app, user)?;
-        let n = m.add_session(&ns, text(session_id, "session_id")?, text(events_jsonl, "events_jsonl")?)?;
+        let n = m.add_session(&ns, text(session_id, "session_id")?, jsonl(events_jsonl, "events_jsonl")?)?;
         set_count(out_stored, n);
         Ok(())
     })
@@ -415,7 +432,7 @@ pub extern "C" fn mnem_add_events(
         let n = m.add_events(
             &ns,
             text(session_id, "session_id")?,
-            text(events_jsonl, "events_jsonl")?,
+            jsonl(events_jsonl, "events_jsonl")?,
             text(custom_metadata_json, "custom_metadata_json")?,
         )?;
         set_count(out_added, n);
@@ -497,7 +514,7 @@ pub extern "C" fn mnem_put_episodes(
     guard(err, s, || {
         let m = need_store(s)?;
         let ns = namespace(app, user)?;
-        let inputs = crate::input::parse_episode_lines(text(episodes_jsonl, "episodes_jsonl")?)?;
+        let inputs = crate::input::parse_episode_lines(jsonl(episodes_jsonl, "episodes_jsonl")?)?;
         if out_ids.is_null() && out_ids_cap > 0 {
             return Err(Error::invalid("`out_ids` is NULL but `out_ids_cap` is not 0"));
         }
@@ -534,7 +551,7 @@ pub extern "C" fn mnem_delete_episodes(
     guard(err, s, || {
         let m = need_store(s)?;
         let ns = namespace(app, user)?;
-        let ids = crate::input::parse_id_lines(text(ids_jsonl, "ids_jsonl")?)?;
+        let ids = crate::input::parse_id_lines(jsonl(ids_jsonl, "ids_jsonl")?)?;
         let n = m.delete_episodes(&ns, &ids)?;
         set_count(out_deleted, n);
         Ok(())
@@ -725,6 +742,12 @@ mod tests {
         assert_eq!((st, &buf[..len]), (MNEM_STATUS_OK, &br#"{"memories":[]}"#[..]));
         let st = mnem_search(store, s("a"), s("u"), s("q"), null_mut(), 5, &mut len, &mut err);
         assert_eq!((st, len), (MNEM_STATUS_INVALID_ARGUMENT, 0));
+        let mut stored = 9;
+        let batch = b"{\"id\":\"a\",\"content\":{\"parts\":[{\"text\":\"x\"}]}}\n{\"id\":\"\xff\"}";
+        let batch = mnem_str { ptr: batch.as_ptr(), len: batch.len() };
+        let st = mnem_add_session(store, s("a"), s("u"), s("s"), batch, &mut stored, &mut err);
+        assert_eq!((st, stored), (MNEM_STATUS_INVALID_ARGUMENT, 0));
+        assert!(message(&err).contains("line 2"), "{}", message(&err));
         let bad = mnem_str { ptr: b"\xff".as_ptr(), len: 1 };
         let st = mnem_search(store, bad, s("u"), s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
         assert_eq!((st, len), (MNEM_STATUS_INVALID_ARGUMENT, 0));
