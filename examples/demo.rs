@@ -30,8 +30,9 @@ fn main() -> Result<(), mnem::Error> {
     let found = String::from_utf8(m.search(&ns, "When is the Lisbon trip?")?).expect("JSON is UTF-8");
     println!("\nmnem_search(\"When is the Lisbon trip?\"):\n{found}");
 
-    println!("\nkeyword_search(\"seat flights\"):");
-    for r in m.keyword_search(&ns, &KeywordQuery::new("seat seats flights"))? {
+    let query = "window seats for flights";
+    println!("\nkeyword_search({query:?}), BM25:");
+    for r in m.keyword_search(&ns, &KeywordQuery::new(query))? {
         println!("  {:.4}  [{}] {}", r.score, r.record.episode_type, r.record.primary);
     }
     m.flush()?;
