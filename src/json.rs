@@ -83,9 +83,14 @@ impl<'a> Fields<'a> {
         match self.raw(key) {
             None => Ok(None),
             Some(v) if v.get() == "null" => Ok(None),
-            Some(v) => serde_json::from_str::<T>(v.get())
-                .map(Some)
-                .map_err(|_| Error::invalid(format!("`{key}` must be {expected}"))),
+            Some(v) => serde_json::from_str::<T>(v.get()).map(Some).map_err(|e| {
+                // A string that is not text (a lone surrogate escape) deserves serde's words.
+                if v.get().starts_with('"') && expected == "a string" {
+                    Error::invalid(format!("`{key}` is not valid text: {e}"))
+                } else {
+                    Error::invalid(format!("`{key}` must be {expected}"))
+                }
+            }),
         }
     }
 

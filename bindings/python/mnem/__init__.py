@@ -1,0 +1,41 @@
+"""Python binding of mnem, a persistent memory store for AI agents (ctypes over libmnem's C ABI).
+
+    import mnem
+    with mnem.Store("/path/to/dir") as store:
+        store.add_session("app", "user", "s1", events_jsonl)
+        store.search("app", "user", "query")
+
+`mnem.adk.MnemMemoryService` plugs the store into google-adk as a BaseMemoryService.
+"""
+from __future__ import annotations
+
+from . import _lib
+from ._errors import (
+    Busy, BufferTooSmall, Corruption, Incompatible, Internal, InvalidArgument, IOFailure, MnemError, NotFound,
+    ReadOnly, status_name,
+)
+from ._lib import (
+    BUFFER_TOO_SMALL, BUSY, CORRUPTION, INCOMPATIBLE, INTERNAL, INVALID_ARGUMENT, IO, NOT_FOUND, OK, READ_ONLY,
+)
+from ._store import Embedder, Store
+
+__all__ = [
+    "Store", "Embedder", "MnemError", "InvalidArgument", "BufferTooSmall", "NotFound", "Busy", "ReadOnly",
+    "IOFailure", "Corruption", "Incompatible", "Internal", "status_name", "abi_version", "version", "library_path",
+    "OK", "INVALID_ARGUMENT", "BUFFER_TOO_SMALL", "NOT_FOUND", "BUSY", "READ_ONLY", "IO", "CORRUPTION",
+    "INCOMPATIBLE", "INTERNAL",
+]
+
+ABI_VERSION = _lib.ABI_VERSION
+
+
+def abi_version() -> int:
+    return _lib.lib().mnem_abi_version()
+
+
+def version() -> str:
+    return _lib.lib().mnem_version().decode()
+
+
+def library_path():
+    return _lib.lib().path

@@ -1,0 +1,143 @@
+"""ctypes declarations of the mnem C ABI (docs/abi-plan.md, include/mnem.h)."""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import POINTER, c_char, c_char_p, c_int32, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+from pathlib import Path
+
+ABI_VERSION = 1
+ERROR_MESSAGE_CAP = 512
+OPEN_CREATE = 1
+OPEN_READ_ONLY = 2
+
+OK = 0
+INVALID_ARGUMENT = 1
+BUFFER_TOO_SMALL = 2
+NOT_FOUND = 3
+BUSY = 4
+READ_ONLY = 5
+IO = 6
+CORRUPTION = 7
+INCOMPATIBLE = 8
+INTERNAL = 100
+
+
+class MnemStr(ctypes.Structure):
+    # c_char_p keeps a reference to the bytes object in the struct, so the
+    # pointer stays valid for the duration of the call; len carries the size
+    # (embedded NULs are fine, no terminator is read).
+    _fields_ = [("ptr", c_char_p), ("len", c_size_t)]
+
+
+class ErrorBuf(ctypes.Structure):
+    _fields_ = [("code", c_int32), ("detail", c_uint32), ("message", c_char * ERROR_MESSAGE_CAP)]
+
+
+_u8p = POINTER(c_uint8)
+_store = c_void_p
+_err = POINTER(ErrorBuf)
+
+# name -> (restype, argtypes)
+SIGNATURES = {
+    "mnem_abi_version": (c_uint32, []),
+    "mnem_version": (c_char_p, []),
+    "mnem_status_name": (c_char_p, [c_int32]),
+    "mnem_open": (c_int32, [MnemStr, c_uint32, MnemStr, POINTER(c_void_p), _err]),
+    "mnem_flush": (c_int32, [_store, _err]),
+    "mnem_free": (None, [_store]),
+    "mnem_add_session": (c_int32, [_store, MnemStr, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
+    "mnem_add_events": (c_int32, [_store, MnemStr, MnemStr, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
+    "mnem_delete_memory": (c_int32, [_store, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
+    "mnem_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_put_episodes": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, _err]),
+    "mnem_delete_episodes": (c_int32, [_store, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
+    "mnem_keyword_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_lexical_page": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_substring_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_hybrid_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+}
+
+
+def candidate_paths() -> list[Path]:
+    out = []
+    if os.environ.get("MNEM_LIB"):
+        out.append(Path(os.environ["MNEM_LIB"]))
+    if os.environ.get("CARGO_TARGET_DIR"):
+        out.append(Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "libmnem.so")
+    out.append(Path("/var/cache/mnem/target/release/libmnem.so"))
+    out.append(Path(__file__).resolve().parents[3] / "target" / "release" / "libmnem.so")
+    return out
+
+
+def find_library() -> Path:
+    cands = candidate_paths()
+    if os.environ.get("MNEM_LIB"):
+        # An explicit choice is never silently replaced by another build.
+        return cands[0]
+    for p in cands:
+        if p.is_file():
+            return p
+    raise OSError("libmnem.so not found; tried: " + ", ".join(map(str, cands)) + " (set MNEM_LIB)")
+
+
+class _Missing:
+    """Stands in for a symbol the loaded library does not export."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args):
+        raise NotImplementedError(f"{self.name} is not exported by the loaded libmnem")
+
+
+class Lib:
+    def __init__(self, path: Path):
+        self.path = path
+        self.dll = ctypes.CDLL(str(path))
+        self.missing = []
+        for name, (res, args) in SIGNATURES.items():
+            try:
+                fn = getattr(self.dll, name)
+            except AttributeError:
+                self.missing.append(name)
+                setattr(self, name, _Missing(name))
+                continue
+            fn.restype = res
+            fn.argtypes = args
+            setattr(self, name, fn)
+        if "mnem_abi_version" not in self.missing and self.mnem_abi_version() != ABI_VERSION:
+            raise OSError(f"{path}: ABI version {self.mnem_abi_version()}, this binding speaks {ABI_VERSION}")
+
+
+_lock = threading.Lock()
+_lib: Lib | None = None
+
+
+def lib() -> Lib:
+    """The process-wide library, loaded on first use."""
+    global _lib
+    if _lib is None:
+        with _lock:
+            if _lib is None:
+                _lib = Lib(find_library())
+    return _lib
+
+
+def to_bytes(value) -> bytes | None:
+    """str -> strict UTF-8; bytes pass through untouched (so tests can send invalid UTF-8)."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise TypeError(f"expected str or bytes, got {type(value).__name__}")
+
+
+def mstr(value) -> MnemStr:
+    b = to_bytes(value)
+    if b is None:
+        return MnemStr(None, 0)
+    return MnemStr(b, len(b))

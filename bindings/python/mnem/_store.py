@@ -1,0 +1,235 @@
+"""The Store handle: one mnem_store* with Python-friendly calls."""
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Protocol, runtime_checkable
+
+from . import _lib as L
+from ._errors import check
+
+_INITIAL_OUT = 64 * 1024
+
+
+def _jsonl(lines) -> bytes:
+    """A JSON Lines buffer from str/bytes (taken as is) or an iterable of lines/dicts."""
+    if lines is None:
+        return b""
+    if isinstance(lines, (str, bytes, bytearray, memoryview)):
+        return L.to_bytes(lines)
+    out = []
+    for line in lines:
+        if isinstance(line, Mapping):
+            line = json.dumps(line, ensure_ascii=False, allow_nan=False)
+        out.append(L.to_bytes(line))
+    return b"\n".join(out)
+
+
+def _query(q) -> bytes:
+    if isinstance(q, (str, bytes, bytearray, memoryview)):
+        return L.to_bytes(q)
+    return json.dumps(q, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns a text into its embedding vector (the caller's model lives here)."""
+
+    def __call__(self, text: str) -> Sequence[float]: ...
+
+
+class Store:
+    """An open mnem store. Thread-safe; close() waits for calls in flight."""
+
+    def __init__(self, path: str | bytes | os.PathLike = ":memory:", create: Optional[bool] = None,
+                 read_only: bool = False, sync_writes: bool = False, options: Optional[Mapping[str, Any]] = None):
+        """Opens (by default creates) the store at `path`, a directory or ":memory:".
+
+        `create` defaults to `not read_only`; options are mnem_open's JSON options.
+        """
+        self._lib = L.lib()
+        path = os.fspath(path)
+        if create is None:
+            create = not read_only
+        flags = (L.OPEN_CREATE if create else 0) | (L.OPEN_READ_ONLY if read_only else 0)
+        opts = dict(options or {})
+        if sync_writes:
+            opts["sync_writes"] = True
+        opts_b = json.dumps(opts).encode() if opts else b""
+        handle = ctypes.c_void_p()
+        err = L.ErrorBuf()
+        st = self._lib.mnem_open(L.mstr(path), flags, L.mstr(opts_b), ctypes.byref(handle), ctypes.byref(err))
+        check(st, err)
+        self._handle = handle.value
+        self.path = path
+        self.read_only = read_only
+        # In-flight call counting so close() never frees a handle another thread is using.
+        self._cv = threading.Condition()
+        self._active = 0
+        self._closing = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def _enter(self):
+        with self._cv:
+            if self._handle is None or self._closing:
+                raise ValueError("mnem store is closed")
+            self._active += 1
+            return self._handle
+
+    def _leave(self):
+        with self._cv:
+            self._active -= 1
+            if self._active == 0:
+                self._cv.notify_all()
+
+    def _call(self, fn, *args):
+        h = self._enter()
+        try:
+            err = L.ErrorBuf()
+            st = fn(h, *args, ctypes.byref(err))
+            check(st, err)
+        finally:
+            self._leave()
+
+    def _read(self, fn, *args) -> bytes:
+        """Calls an out-buffer function, growing the buffer on BUFFER_TOO_SMALL."""
+        h = self._enter()
+        try:
+            cap = _INITIAL_OUT
+            while True:
+                buf = (ctypes.c_uint8 * cap)()
+                n = ctypes.c_size_t(0)
+                err = L.ErrorBuf()
+                st = fn(h, *args, buf, cap, ctypes.byref(n), ctypes.byref(err))
+                if st == L.BUFFER_TOO_SMALL and n.value > cap:
+                    cap = n.value
+                    continue
+                check(st, err)
+                return ctypes.string_at(buf, n.value)
+        finally:
+            self._leave()
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def close(self) -> None:
+        with self._cv:
+            if self._handle is None or self._closing:
+                return
+            self._closing = True
+            while self._active:
+                self._cv.wait()
+            h, self._handle = self._handle, None
+        self._lib.mnem_free(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if getattr(self, "_handle", None) is not None:
+                self.close()
+        except Exception:
+            pass
+
+    def flush(self) -> None:
+        self._call(self._lib.mnem_flush)
+
+    # -- ADK seam --------------------------------------------------------------------------------
+
+    def add_session(self, app, user, session_id, events_jsonl) -> int:
+        """Replaces the session's bucket (ADK add_session_to_memory). Returns events stored."""
+        n = ctypes.c_uint64(0)
+        self._call(self._lib.mnem_add_session, L.mstr(app), L.mstr(user), L.mstr(session_id),
+                   L.mstr(_jsonl(events_jsonl)), ctypes.byref(n))
+        return n.value
+
+    def add_events(self, app, user, session_id, events_jsonl, custom_metadata=None) -> int:
+        """Appends unseen events (ADK add_events_to_memory). Returns events added."""
+        n = ctypes.c_uint64(0)
+        if custom_metadata is None:
+            meta = b""
+        elif isinstance(custom_metadata, (str, bytes)):
+            meta = L.to_bytes(custom_metadata)
+        else:
+            # Values mnem does not use may be arbitrary objects: stringify rather than fail.
+            meta = json.dumps(dict(custom_metadata), ensure_ascii=False, default=str).encode()
+        self._call(self._lib.mnem_add_events, L.mstr(app), L.mstr(user), L.mstr(session_id or ""),
+                   L.mstr(_jsonl(events_jsonl)), L.mstr(meta), ctypes.byref(n))
+        return n.value
+
+    def delete_memory(self, app, user, memory_id) -> int:
+        n = ctypes.c_uint64(0)
+        self._call(self._lib.mnem_delete_memory, L.mstr(app), L.mstr(user), L.mstr(memory_id or ""),
+                   ctypes.byref(n))
+        return n.value
+
+    def search_raw(self, app, user, query) -> bytes:
+        return self._read(self._lib.mnem_search, L.mstr(app), L.mstr(user), L.mstr(query))
+
+    def search(self, app, user, query) -> dict:
+        """ADK search_memory: {"memories": [MemoryEntry JSON...]}."""
+        return json.loads(self.search_raw(app, user, query))
+
+    # -- episodes --------------------------------------------------------------------------------
+
+    def put_episodes(self, app, user, episodes) -> list[uuid.UUID]:
+        """Inserts or updates episodes (dicts, JSON lines, or a JSONL buffer); returns their ids in line order."""
+        data = _jsonl(episodes)
+        count = sum(1 for line in data.split(b"\n") if line.strip())
+        buf = (ctypes.c_uint8 * max(16 * count, 1))()
+        self._call(self._lib.mnem_put_episodes, L.mstr(app), L.mstr(user), L.mstr(data), buf, 16 * count)
+        raw = bytes(buf)
+        return [uuid.UUID(bytes=raw[16 * i:16 * i + 16]) for i in range(count)]
+
+    def delete_episodes(self, app, user, ids) -> int:
+        if isinstance(ids, (str, bytes)):
+            data = L.to_bytes(ids)
+        else:
+            data = "\n".join(json.dumps(str(i)) for i in ids).encode()
+        n = ctypes.c_uint64(0)
+        self._call(self._lib.mnem_delete_episodes, L.mstr(app), L.mstr(user), L.mstr(data), ctypes.byref(n))
+        return n.value
+
+    def keyword_search(self, app, user, query) -> dict:
+        return json.loads(self._read(self._lib.mnem_keyword_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
+
+    def lexical_page(self, app, user, query) -> dict:
+        return json.loads(self._read(self._lib.mnem_lexical_page, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
+
+    def substring_search(self, app, user, query) -> dict:
+        return json.loads(self._read(self._lib.mnem_substring_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
+
+    def hybrid_search(self, app, user, query) -> dict:
+        return json.loads(self._read(self._lib.mnem_hybrid_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
+
+    def hybrid_search_text(self, app, user, text: str, embedder: Optional[Embedder], *, limit: int = 10,
+                           semantic_weight: float = 0.5, candidates: Optional[int] = None,
+                           episode_type: Optional[str] = None, tag: Optional[str] = None) -> dict:
+        """Hybrid search that embeds `text` with `embedder` only when the result can use it."""
+        if limit == 0 or not text.strip():
+            return {"results": []}
+        q: dict[str, Any] = {"text": text, "limit": limit, "semantic_weight": semantic_weight}
+        if candidates is not None:
+            q["candidates"] = candidates
+        if episode_type is not None:
+            q["episode_type"] = episode_type
+        if tag is not None:
+            q["tag"] = tag
+        # A zero-weight (or invalid) semantic channel takes no part: let the library judge the
+        # weight, and skip the embedding cost.
+        use_vector = (embedder is not None and isinstance(semantic_weight, (int, float))
+                      and math.isfinite(semantic_weight) and 0 < semantic_weight <= 1)
+        if use_vector:
+            q["vector"] = [float(x) for x in embedder(text)]
+        return self.hybrid_search(app, user, q)

@@ -1,0 +1,395 @@
+"""ADK's own InMemoryMemoryService unit tests (google-adk tests/unittests/memory/
+test_in_memory_memory_service.py), ported to the search-visible API and run against
+MnemMemoryService. Each test also runs against ADK's service, which proves the ported
+expectations are the reference's. Then mnem-only behaviour: add_memory, persistence.
+"""
+import asyncio
+import threading
+import time
+import unicodedata
+
+import pytest
+from google.adk.events import Event
+from google.adk.memory import BaseMemoryService, InMemoryMemoryService
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions import Session
+from google.genai import types
+
+from mnem.adk import MnemMemoryService
+
+APP = "test-app"
+USER = "test-user"
+OTHER = "another-user"
+
+
+def mk_event(eid, text, ts, author="user"):
+    content = types.Content(parts=[types.Part(text=text)]) if text is not None else None
+    return Event(id=eid, invocation_id=f"inv-{eid}", author=author, timestamp=ts, content=content)
+
+
+def session_1():
+    return Session(app_name=APP, user_id=USER, id="session-1", last_update_time=1000, events=[
+        mk_event("event-1a", "The ADK is a great toolkit.", 12345),
+        mk_event("event-1b", None, 12346),
+        mk_event("event-1c", "I agree. The Agent Development Kit (ADK) rocks!", 12347, author="model"),
+    ])
+
+
+def session_2():
+    return Session(app_name=APP, user_id=USER, id="session-2", last_update_time=2000,
+                   events=[mk_event("event-2a", "I like to code in Python.", 54321)])
+
+
+def session_other_user():
+    return Session(app_name=APP, user_id=OTHER, id="session-3", last_update_time=3000,
+                   events=[mk_event("event-3a", "This is a secret.", 60000)])
+
+
+def session_no_events():
+    return Session(app_name=APP, user_id=USER, id="session-4", last_update_time=4000, events=[])
+
+
+@pytest.fixture(params=["adk", "mnem"])
+def service(request):
+    if request.param == "adk":
+        yield InMemoryMemoryService()
+    else:
+        svc = MnemMemoryService()
+        yield svc
+        svc.close()
+
+
+def search(svc, query, app=APP, user=USER):
+    return asyncio.run(svc.search_memory(app_name=app, user_id=user, query=query)).memories
+
+
+def ids(svc, query, **kw):
+    return [m.id for m in search(svc, query, **kw)]
+
+
+def texts(memories):
+    return [m.content.parts[0].text for m in memories]
+
+
+def add_session(svc, s):
+    asyncio.run(svc.add_session_to_memory(s))
+
+
+def add_events(svc, events, session_id=None, **kw):
+    asyncio.run(svc.add_events_to_memory(app_name=APP, user_id=USER, events=events, session_id=session_id, **kw))
+
+
+def test_is_a_base_memory_service():
+    svc = MnemMemoryService()
+    assert isinstance(svc, BaseMemoryService)
+    svc.close()
+
+
+# 1
+def test_add_session_to_memory(service):
+    add_session(service, session_1())
+    assert ids(service, "the ADK event") == ["event-1a", "event-1c"]  # event-1b has no content
+
+
+# 2, 4
+def test_add_events_to_memory_with_explicit_events(service):
+    s = session_1()
+    add_events(service, [s.events[0]], session_id=s.id)
+    assert ids(service, "the") == ["event-1a"]
+
+
+# 3
+def test_add_events_to_memory_without_session_id_uses_default_bucket(service):
+    add_events(service, [session_1().events[0]])
+    assert ids(service, "toolkit") == ["event-1a"]
+
+
+# 5
+def test_add_events_to_memory_appends_without_replacing(service):
+    add_session(service, session_1())
+    add_events(service, [mk_event("event-1d", "A new fact. The end", 12348)], session_id="session-1")
+    assert ids(service, "the") == ["event-1a", "event-1c", "event-1d"]
+
+
+# 6
+def test_add_events_to_memory_deduplicates_event_ids(service):
+    add_session(service, session_1())
+    add_events(service, [mk_event("event-1a", "Updated duplicate text. The", 99999)], session_id="session-1")
+    assert ids(service, "the") == ["event-1a", "event-1c"]
+    assert ids(service, "updated") == []
+    (m,) = search(service, "toolkit")
+    assert m.content.parts[0].text == "The ADK is a great toolkit."
+
+
+# 7
+def test_add_session_with_no_events_to_memory(service):
+    add_session(service, session_no_events())
+    assert search(service, "anything") == []
+
+
+# 8
+def test_search_memory_simple_match(service):
+    add_session(service, session_1())
+    add_session(service, session_2())
+    result = search(service, "Python")
+    assert len(result) == 1
+    assert result[0].content.parts[0].text == "I like to code in Python."
+    assert result[0].author == "user"
+
+
+# 9
+def test_search_memory_case_insensitive_match(service):
+    add_session(service, session_1())
+    result = search(service, "development")
+    assert texts(result) == ["I agree. The Agent Development Kit (ADK) rocks!"]
+
+
+# 10
+def test_search_memory_multiple_matches(service):
+    add_session(service, session_1())
+    result = search(service, "How about ADK?")
+    assert set(texts(result)) == {"The ADK is a great toolkit.", "I agree. The Agent Development Kit (ADK) rocks!"}
+
+
+# 11
+def test_search_memory_no_match(service):
+    add_session(service, session_1())
+    assert search(service, "nonexistent") == []
+
+
+# 12
+def test_search_memory_is_scoped_by_user(service):
+    add_session(service, session_1())
+    add_session(service, session_other_user())
+    assert search(service, "secret") == []
+    assert texts(search(service, "secret", user=OTHER)) == ["This is a secret."]
+
+
+# 13
+def test_search_memory_does_not_collide_on_slash_in_identifiers(service):
+    add_session(service, Session(app_name="app/other-user", user_id="user", id="s", last_update_time=1,
+                                 events=[mk_event("e", "This is a secret.", 1)]))
+    assert search(service, "secret", app="app", user="other-user/user") == []
+
+
+def nfd(s):
+    return unicodedata.normalize("NFD", s)
+
+
+NON_LATIN_CASES = [
+    ("私の名前は太郎です", "太郎", 1),
+    ("私の名前は太郎です", "天気", 0),
+    ("我喜欢机器学习", "机器学习", 1),
+    ("我喜欢机器学习", "天气预报", 0),
+    ("제 이름은 민수입니다", "민수입니다", 1),
+    ("Меня зовут Алексей", "Алексей", 1),
+    ("太郎 works at ABC Corp", "太郎", 1),
+    ("太郎 works at ABC Corp", "ABC", 1),
+    ("私はPythonでADKを使っています", "Python", 1),
+    ("私はPythonでADKを使っています", "adk", 1),
+    ("我用Python写代码", "python", 1),
+    ("私はPythonでADKを使っています", "使って", 1),
+    ("私はPythonでADKを使っています", "Java", 0),
+    ("I like to code in Python.", "thon", 0),
+    ("私はPythonでADKを使っています", "thon", 0),
+    (nfd("私はCaféでADKを使っています"), "Café", 1),
+    (nfd("私はCaféでADKを使っています"), "café", 1),
+    (nfd("私はCaféでADKを使っています"), "Ruby", 0),
+    (nfd("Meet at the Café"), "Café", 1),
+    ("Meet at the Café", nfd("Café"), 1),
+    (nfd("プログラミングを学ぶ"), "プログラミング", 1),
+    (nfd("제 이름은 민수입니다"), "민수입니다", 1),
+]
+
+
+# 14
+@pytest.mark.parametrize("event_text,query,expected", NON_LATIN_CASES)
+def test_search_memory_non_latin(service, event_text, query, expected):
+    add_session(service, Session(app_name=APP, user_id=USER, id="i18n", last_update_time=1,
+                                 events=[mk_event("event-i18n", event_text, 1)]))
+    result = search(service, query)
+    assert len(result) == expected
+    if expected:
+        assert result[0].content.parts[0].text == event_text  # returned as ingested, not normalized
+
+
+# 15
+def test_search_memory_ranks_by_number_of_matching_words(service):
+    add_session(service, Session(app_name=APP, user_id=USER, id="ranked", last_update_time=1, events=[
+        mk_event("ranked-a", "The deploy is ready.", 1),
+        mk_event("ranked-b", "Ready.", 2),
+        mk_event("ranked-c", "The deploy status is ready.", 3),
+    ]))
+    assert texts(search(service, "deploy status ready")) == [
+        "The deploy status is ready.", "The deploy is ready.", "Ready."]
+
+
+# 16
+def test_search_memory_returns_at_most_ten_memories(service):
+    events = [mk_event(f"note-{i}", f"note {i} about work", i) for i in range(20)]
+    events.append(mk_event("backlog", "the backlog note about work", 20))
+    add_session(service, Session(app_name=APP, user_id=USER, id="many", last_update_time=1, events=events))
+    assert texts(search(service, "work backlog note")) == (
+        ["the backlog note about work"] + [f"note {i} about work" for i in range(9)])
+
+
+# 17
+def test_search_memory_is_thread_safe_against_concurrent_writes(service):
+    for i in range(50):
+        add_session(service, Session(app_name=APP, user_id=USER, id=f"seed-{i}", last_update_time=i,
+                                     events=[mk_event(f"seed-{i}", f"fact about seed-{i}", i)]))
+    errors = []
+
+    def writer():
+        async def go():
+            for i in range(500):
+                await service.add_session_to_memory(Session(
+                    app_name=APP, user_id=USER, id=f"w-{i}", last_update_time=i,
+                    events=[mk_event(f"w-{i}", f"fact about writer-{i}", i)]))
+        try:
+            asyncio.run(go())
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    def reader():
+        async def go():
+            for _ in range(500):
+                await service.search_memory(app_name=APP, user_id=USER, query="fact")
+        try:
+            asyncio.run(go())
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=reader), threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(search(service, "fact")) == 10
+
+
+# 18
+@pytest.mark.parametrize("ingest_session", [True, False])
+def test_ingested_memories_do_not_follow_caller_event_mutations(service, ingest_session):
+    event = mk_event("jasmine", "I prefer jasmine tea.", 1)
+    s = Session(app_name=APP, user_id=USER, id="tea", last_update_time=1, events=[event])
+    if ingest_session:
+        add_session(service, s)
+    else:
+        add_events(service, [event], session_id="tea")
+    event.author = "mutated"
+    event.content.parts[0].text = "I prefer oolong tea."
+    result = search(service, "jasmine")
+    assert len(result) == 1
+    assert result[0].author == "user"
+    assert result[0].content.parts[0].text == "I prefer jasmine tea."
+
+
+# 19
+@pytest.mark.parametrize("ingest_session", [True, False])
+def test_retrieved_memories_do_not_mutate_storage_or_session_history(service, ingest_session):
+    event = mk_event("jasmine", "I prefer jasmine tea.", 1)
+    s = Session(app_name=APP, user_id=USER, id="tea", last_update_time=1, events=[event])
+    if ingest_session:
+        add_session(service, s)
+    else:
+        add_events(service, [event], session_id="tea")
+    first = search(service, "jasmine")
+    first[0].content.parts.clear()
+    again = search(service, "jasmine")
+    assert texts(again) == ["I prefer jasmine tea."]
+    assert s.events[0].content.parts[0].text == "I prefer jasmine tea."
+
+
+# ---- 2.13.0 delete_memory (verified behaviour, no upstream unit test) --------------------------
+
+def test_delete_memory_tombstones_the_id(service):
+    add_session(service, session_1())
+    add_events(service, [mk_event("event-1a", "The ADK copy", 5)], session_id="elsewhere")
+    assert ids(service, "ADK") == ["event-1a", "event-1c", "event-1a"]
+    asyncio.run(service.delete_memory(app_name=APP, user_id=USER, memory_id="event-1a"))
+    assert ids(service, "ADK") == ["event-1c"]
+    add_session(service, session_1())  # re-adding the session does not resurrect it
+    add_events(service, [mk_event("event-1a", "ADK again", 6)], session_id="new-bucket")
+    assert ids(service, "ADK") == ["event-1c"]
+    # Unknown ids and empty ids: no-op, and no tombstone for an id never stored.
+    asyncio.run(service.delete_memory(app_name=APP, user_id=USER, memory_id="later"))
+    asyncio.run(service.delete_memory(app_name=APP, user_id=USER, memory_id=""))
+    asyncio.run(service.delete_memory(app_name=APP, user_id=USER))
+    add_events(service, [mk_event("later", "ADK later", 7)])
+    assert ids(service, "ADK") == ["event-1c", "later"]
+    # Tombstones are per user.
+    asyncio.run(service.add_session_to_memory(Session(app_name=APP, user_id=OTHER, id="x", last_update_time=1,
+                                                      events=[mk_event("event-1a", "ADK other", 8)])))
+    assert ids(service, "ADK", user=OTHER) == ["event-1a"]
+
+
+def test_timestamps_are_local_time_iso(service):
+    add_session(service, Session(app_name=APP, user_id=USER, id="t", last_update_time=1, events=[
+        mk_event("t0", "clock zero", 0.0), mk_event("t1", "clock half", 1700000000.5),
+        mk_event("t2", "clock carry", 1700000000.9999996)]))
+    assert [m.timestamp for m in search(service, "clock")] == [
+        "1970-01-01T05:30:00", "2023-11-15T03:43:20.500000", "2023-11-15T03:43:21"]
+
+
+# ---- mnem-only -------------------------------------------------------------------------------
+
+def test_add_memory_is_searchable_and_deletable():
+    with MnemMemoryService() as svc:
+        entry = MemoryEntry(content=types.Content(role="user", parts=[types.Part(text="I prefer green tea")]),
+                            author="user", timestamp="2024-01-01T10:00:00", custom_metadata={"source": "chat"})
+        asyncio.run(svc.add_memory(app_name=APP, user_id=USER, memories=[entry]))
+        (m,) = search(svc, "green")
+        assert m.content == entry.content
+        assert m.author == "user"
+        assert m.timestamp == "2024-01-01T10:00:00"
+        assert m.id
+        # The lexical APIs see it as an episode of type "memory".
+        hits = svc.store.keyword_search(APP, USER, {"text": "green tea", "episode_type": "memory"})["results"]
+        assert len(hits) == 1 and hits[0]["record"]["metadata"] == {"source": "chat"}
+        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id=m.id))
+        assert search(svc, "green") == []
+
+
+def test_add_memory_ids():
+    with MnemMemoryService() as svc:
+        def mem(t, mid):
+            return MemoryEntry(id=mid, content=types.Content(role="user", parts=[types.Part(text=t)]))
+        uid = "0190a5c4-1b2c-7d3e-8f40-123456789abc"
+        asyncio.run(svc.add_memory(app_name=APP, user_id=USER, memories=[
+            mem("likes hiking", "pref-1"), mem("likes chess", uid)]))
+        assert sorted(ids(svc, "likes")) == sorted(["pref-1", uid])
+        # A UUID id names the episode: adding it again updates it.
+        asyncio.run(svc.add_memory(app_name=APP, user_id=USER, memories=[mem("likes go", uid)]))
+        assert sorted(texts(search(svc, "likes"))) == ["likes go", "likes hiking"]
+        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="pref-1"))
+        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id=uid))
+        assert search(svc, "likes") == []
+
+
+def test_add_memory_tags_and_ttl():
+    with MnemMemoryService() as svc:
+        def mem(t):
+            return MemoryEntry(content=types.Content(role="user", parts=[types.Part(text=t)]))
+        asyncio.run(svc.add_memory(app_name=APP, user_id=USER, memories=[mem("short lived fact")],
+                                   custom_metadata={"ttl_ms": 1}))
+        asyncio.run(svc.add_memory(app_name=APP, user_id=USER, memories=[mem("tagged fact")],
+                                   custom_metadata={"tags": ["pref"], "ignored": object()}))
+        time.sleep(0.01)
+        assert texts(search(svc, "fact")) == ["tagged fact"]
+        hits = svc.store.keyword_search(APP, USER, {"text": "fact", "tag": "pref"})["results"]
+        assert [h["record"]["primary"] for h in hits] == ["tagged fact"]
+
+
+def test_memories_persist_across_reopen(tmp_path):
+    path = str(tmp_path / "mem")
+    with MnemMemoryService(path) as svc:
+        add_session(svc, session_1())
+        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="event-1c"))
+    with MnemMemoryService(path, create=False) as svc:
+        assert ids(svc, "ADK") == ["event-1a"]
+        add_session(svc, session_1())  # the tombstone persisted too
+        assert ids(svc, "ADK") == ["event-1a"]
+    with MnemMemoryService(path, read_only=True, create=False) as svc:
+        assert ids(svc, "ADK") == ["event-1a"]
