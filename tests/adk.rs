@@ -453,3 +453,30 @@ fn tempdir() -> String {
     let d = std::env::temp_dir().join(format!("mnem-adk-{}", uuid::Uuid::now_v7()));
     d.to_string_lossy().into_owned()
 }
+
+#[test]
+fn searches_and_episode_writes_on_one_namespace_do_not_deadlock() {
+    // Regression: a search held the index map while waiting for a namespace index that a
+    // `put_episodes` held while waiting for the map.
+    let m = std::sync::Arc::new(mem());
+    m.add_session(&ns(USER), "s", &ev("e", "user", 1.0, Some("tea"))).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for w in 0..3 {
+        let (m, tx) = (m.clone(), tx.clone());
+        std::thread::spawn(move || {
+            for i in 0..300 {
+                if w == 0 {
+                    let e = mnem::EpisodeInput { primary: format!("tea {i}"), ..Default::default() };
+                    let id = m.put_episodes(&ns(USER), vec![e]).unwrap()[0];
+                    m.delete_episodes(&ns(USER), &[id]).unwrap();
+                } else {
+                    assert_eq!(search(&m, USER, "tea").len(), 1);
+                }
+            }
+            tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..3 {
+        rx.recv_timeout(std::time::Duration::from_secs(60)).expect("a thread is stuck: deadlock");
+    }
+}

@@ -199,16 +199,16 @@ impl Mnem {
     /// that no write lands between the snapshot and the index's publication.
     fn adk_index(&self, ns: &Namespace, write_held: bool) -> Result<Arc<RwLock<AdkIndex>>> {
         let prefix = ns.prefix();
-        if let Some(ix) = self.adk.read().get(&prefix) {
-            if !ix.read().wants_rebuild() {
-                return Ok(ix.clone());
-            }
+        // Lock order is index before map (writers hold an index while they drop it from the
+        // map), so the map guard must be gone before an index is locked: copy the Arc out.
+        let loaded = self.adk.read().get(&prefix).cloned();
+        if let Some(ix) = loaded.filter(|ix| !ix.read().wants_rebuild()) {
+            return Ok(ix);
         }
         let _guard = (!write_held).then(|| self.write_lock.lock());
-        if let Some(ix) = self.adk.read().get(&prefix) {
-            if !ix.read().wants_rebuild() {
-                return Ok(ix.clone());
-            }
+        let loaded = self.adk.read().get(&prefix).cloned();
+        if let Some(ix) = loaded.filter(|ix| !ix.read().wants_rebuild()) {
+            return Ok(ix);
         }
         let ix = Arc::new(RwLock::new(self.build_adk_index(ns)?));
         self.adk.write().insert(prefix, ix.clone());

@@ -107,16 +107,15 @@ impl Mnem {
     /// under the write lock, so no write lands between its snapshot and its publication.
     pub(crate) fn vector_index(&self, ns: &Namespace) -> Result<Option<Arc<RwLock<NsVectors>>>> {
         let prefix = ns.prefix();
-        if let Some(ix) = self.vectors.map.read().get(&prefix) {
-            if !ix.read().wants_rebuild() {
-                return Ok(Some(ix.clone()));
-            }
+        // As for the ADK index: never lock an index while holding the map.
+        let loaded = self.vectors.map.read().get(&prefix).cloned();
+        if let Some(ix) = loaded.filter(|ix| !ix.read().wants_rebuild()) {
+            return Ok(Some(ix));
         }
         let _w = self.write_lock.lock();
-        if let Some(ix) = self.vectors.map.read().get(&prefix) {
-            if !ix.read().wants_rebuild() {
-                return Ok(Some(ix.clone()));
-            }
+        let loaded = self.vectors.map.read().get(&prefix).cloned();
+        if let Some(ix) = loaded.filter(|ix| !ix.read().wants_rebuild()) {
+            return Ok(Some(ix));
         }
         let snap = self.store.snapshot();
         let Some(dim) = self.vectors.dimension(&self.store, &snap, ns)? else { return Ok(None) };
