@@ -1,0 +1,447 @@
+// Tests of bindings/cpp/mnem.hpp against the real library. No framework:
+// prints failures, then "N passed, M failed", exits non-zero on failure.
+#include "mnem.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+int passed = 0;
+int failed = 0;
+
+void check(bool ok, const char* expr, const char* file, int line) {
+  if (ok) {
+    ++passed;
+  } else {
+    ++failed;
+    std::cerr << file << ":" << line << ": CHECK failed: " << expr << "\n";
+  }
+}
+#define CHECK(x) check(static_cast<bool>(x), #x, __FILE__, __LINE__)
+
+// Runs f, which must throw mnem::Error with `status`.
+void check_throws(mnem_status status, const std::function<void()>& f, const char* what, int line) {
+  try {
+    f();
+    ++failed;
+    std::cerr << __FILE__ << ":" << line << ": " << what << ": no exception, want "
+              << mnem::status_name(status) << "\n";
+  } catch (const mnem::Error& e) {
+    bool ok = e.status() == status && std::string(e.status_name()) == mnem::status_name(status) &&
+              !e.message().empty() && std::string(e.what()).find(e.message()) != std::string::npos;
+    check(ok, what, __FILE__, line);
+    if (!ok) std::cerr << "    got: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    ++failed;
+    std::cerr << __FILE__ << ":" << line << ": " << what << ": wrong exception: " << e.what() << "\n";
+  }
+}
+#define CHECK_THROWS(status, ...) check_throws(status, [&] { __VA_ARGS__; }, #__VA_ARGS__, __LINE__)
+
+// Runs a test body; an unexpected exception counts as one failure.
+void run(const char* name, const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    ++failed;
+    std::cerr << name << ": unexpected exception: " << e.what() << "\n";
+  }
+}
+
+std::size_t count(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+bool before(const std::string& hay, const std::string& a, const std::string& b) {
+  auto pa = hay.find(a), pb = hay.find(b);
+  return pa != std::string::npos && pb != std::string::npos && pa < pb;
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "mnem-cpp-XXXXXX").string();
+    if (!mkdtemp(&tmpl[0])) throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::string event(const std::string& id, const std::string& author, const std::string& ts,
+                  const std::string& content) {
+  return R"({"id":")" + id + R"(","author":")" + author + R"(","timestamp":)" + ts +
+         R"(,"invocation_id":"i","content":)" + content + "}";
+}
+
+std::string text_content(const std::string& role, const std::string& text) {
+  return R"({"parts": [ {"text": ")" + text + R"("} ],  "role":")" + role + R"("})";
+}
+
+std::string iso_local(std::time_t t) {
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+const std::string A = "test-app", U = "test-user";
+
+void test_basics() {
+  CHECK(mnem::abi_version() == MNEM_ABI_VERSION);
+  CHECK(std::string(mnem::version()).size() > 0);
+  CHECK(std::string(mnem::status_name(MNEM_STATUS_BUSY)) == "BUSY");
+  CHECK(std::string(mnem::status_name(12345)) == "UNKNOWN");
+  static_assert(!std::is_copy_constructible_v<mnem::Store>);
+  static_assert(!std::is_copy_assignable_v<mnem::Store>);
+  static_assert(std::is_nothrow_move_constructible_v<mnem::Store>);
+  static_assert(std::is_nothrow_move_assignable_v<mnem::Store>);
+
+  mnem::Store s(":memory:", MNEM_OPEN_CREATE);
+  CHECK(s.is_open());
+  CHECK(static_cast<bool>(s));
+  s.flush();
+  s.close();
+  CHECK(!s.is_open());
+  s.close();  // idempotent
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.flush());
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.search(A, U, "x"));
+}
+
+void test_move() {
+  mnem::Store a(":memory:");
+  a.put_episodes(A, U, R"({"primary":"moved record"})");
+  mnem_store* h = a.get();
+  mnem::Store b(std::move(a));
+  CHECK(!a.is_open());
+  CHECK(b.get() == h);
+  CHECK(count(b.keyword_search(A, U, R"({"text":"moved"})"), "\"record\"") == 1);
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, a.keyword_search(A, U, R"({"text":"moved"})"));
+
+  mnem::Store c(":memory:");
+  c = std::move(b);  // closes c's own store, takes b's
+  CHECK(!b.is_open());
+  CHECK(c.get() == h);
+  CHECK(count(c.keyword_search(A, U, R"({"text":"moved"})"), "\"record\"") == 1);
+  mnem::Store& alias = c;
+  c = std::move(alias);  // self-move leaves it usable
+  CHECK(c.is_open());
+
+  std::vector<mnem::Store> v;
+  v.push_back(std::move(c));
+  v.emplace_back(":memory:");
+  CHECK(v.size() == 2 && v[0].get() == h && v[1].is_open());
+}
+
+void test_open_errors() {
+  TempDir dir;
+  std::string missing = dir.path + "/missing";
+  CHECK_THROWS(MNEM_STATUS_NOT_FOUND, mnem::Store s(missing));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, R"({"sync_writez":true})"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, "{"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(dir.path, MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s("", MNEM_OPEN_CREATE));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s("bad\xff", MNEM_OPEN_CREATE));
+  try {
+    mnem::Store s(missing);
+  } catch (const mnem::Error& e) {
+    CHECK(e.op() == "open");
+    CHECK(std::string(e.status_name()) == "NOT_FOUND");
+    CHECK(contains(e.what(), "mnem_open: NOT_FOUND: "));
+    const std::runtime_error& base = e;  // catchable as std::runtime_error
+    CHECK(contains(base.what(), "NOT_FOUND"));
+  }
+
+  std::string ids_line;
+  {
+    mnem::Store s(dir.path, MNEM_OPEN_CREATE, R"({"sync_writes":true})");
+    CHECK_THROWS(MNEM_STATUS_BUSY, mnem::Store t(dir.path, MNEM_OPEN_CREATE));
+    auto ids = s.put_episodes(A, U, R"({"primary":"read only fact"})");
+    CHECK(ids.size() == 1);
+    ids_line = "\"" + ids.at(0) + "\"";
+    s.add_session(A, U, "s1", event("e1", "user", "1", text_content("user", "read only event")));
+  }
+  mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.put_episodes(A, U, R"({"primary":"x"})"));
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.delete_episodes(A, U, ids_line));
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.add_session(A, U, "s", event("e2", "user", "1", text_content("user", "x"))));
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.add_events(A, U, "s", event("e2", "user", "1", text_content("user", "x"))));
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.delete_memory(A, U, "e1"));
+  CHECK(count(ro.keyword_search(A, U, R"({"text":"fact"})"), "\"record\"") == 1);
+  CHECK(count(ro.search(A, U, "event"), "\"id\":\"e1\"") == 1);
+}
+
+void test_bad_input() {
+  mnem::Store s(":memory:");
+  const std::string bad = "bad\xff";
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.search(bad, U, "x"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.search(A, bad, "x"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.search(A, U, bad));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, R"({"primary":")" + bad + "\"}"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.keyword_search(A, U, R"({"text":")" + bad + "\"}"));
+  // One bad line rejects the whole batch.
+  try {
+    s.put_episodes(A, U, "{\"primary\":\"alpha one\"}\n{\"primary\": \"alpha two\"\n{\"primary\":\"alpha three\"}");
+    CHECK(false && "malformed line accepted");
+  } catch (const mnem::Error& e) {
+    CHECK(e.status() == MNEM_STATUS_INVALID_ARGUMENT);
+    CHECK(contains(e.message(), "line 2"));
+  }
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, "{\"primary\":\"alpha\",\"bogus\":1}"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, "{\"id\":\"nope\",\"primary\":\"alpha\"}"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT,
+               s.add_session(A, U, "s", event("e1", "user", "1", text_content("user", "alpha")) + "\n{\"id\":"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.add_events(A, U, "s", "not json"));
+  CHECK(count(s.keyword_search(A, U, R"({"text":"alpha","limit":100})"), "\"record\"") == 0);
+  CHECK(s.search(A, U, "alpha") == R"({"memories":[]})");
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.delete_episodes(A, U, "\"nope\""));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.keyword_search(A, U, R"({"text":"a","limt":3})"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.lexical_page(A, U, R"({"text":""})"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.lexical_page(A, U, R"({"text":"?!..."})"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, U, R"({"text":"a","semantic_weight":1.5})"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, U, R"({"text":"a","semantic_weight":-0.5})"));
+}
+
+void test_adk() {
+  mnem::Store s(":memory:");
+  const std::string c1a = text_content("user", "The ADK is a great toolkit.");
+  const std::string c1c = text_content("model", "I agree. The Agent Development Kit (ADK) rocks!");
+  std::string session = event("event-1a", "user", "12345", c1a) + "\n" +
+                        event("event-1b", "user", "12346", "null") + "\n" +
+                        event("event-1c", "model", "12347.5", c1c) + "\n";
+  CHECK(s.add_session(A, U, "session-1", session) == 2);
+  CHECK(s.add_session(A, U, "session-2", event("event-2a", "user", "54321", text_content("user", "I like Python."))) == 1);
+
+  std::string r = s.search(A, U, "How about ADK?");
+  CHECK(count(r, "\"custom_metadata\":{}") == 2);
+  CHECK(before(r, "\"id\":\"event-1a\"", "\"id\":\"event-1c\""));
+  CHECK(contains(r, "\"content\":" + c1a));  // byte-for-byte
+  CHECK(contains(r, "\"content\":" + c1c));
+  CHECK(contains(r, "\"timestamp\":\"" + iso_local(12345) + "\""));
+  CHECK(contains(r, "\"timestamp\":\"" + iso_local(12347) + ".500000\""));
+  CHECK(count(s.search(A, U, "python"), "\"id\":") == 1);
+  CHECK(count(s.search(A, "other-user", "python"), "\"id\":") == 0);
+
+  CHECK(s.add_events(A, U, "session-1",
+                     event("event-1a", "user", "1", text_content("user", "Updated duplicate.")) + "\n" +
+                         event("event-1d", "user", "12348", text_content("user", "A new ADK fact.")),
+                     R"({"ignored":true})") == 1);
+  CHECK(count(s.search(A, U, "updated"), "\"id\":") == 0);
+  CHECK(s.delete_memory(A, U, "event-1a") == 1);
+  CHECK(s.delete_memory(A, U, "") == 0);
+  CHECK(s.add_events(A, U, "other", event("event-1a", "user", "1", c1a)) == 0);  // tombstoned
+  r = s.search(A, U, "adk");
+  CHECK(!contains(r, "event-1a") && before(r, "event-1c", "event-1d"));
+  CHECK(count(s.keyword_search(A, U, R"({"text":"python","episode_type":"event"})"), "\"episode_type\":\"event\"") == 1);
+}
+
+void test_episodes() {
+  mnem::Store s(":memory:");
+  const std::string a_id = "01900000-0000-7000-8000-00000000000a";
+  auto ids = s.put_episodes(A, U,
+                            "{\"id\":\"" + a_id +
+                                "\",\"episode_type\":\"note\",\"tags\":[\"x\"],\"primary\":\"The quick brown fox\","
+                                "\"metadata\":{\"k\":1},\"content\":{\"a\":[1,2]}}\n"
+                                "\n"
+                                "{\"primary\":\"brown bread\"}\r\n"
+                                "{\"primary\":\"nothing here\"}\n");
+  CHECK(ids.size() == 3);
+  if (ids.size() != 3) return;
+  CHECK(ids[0] == a_id);
+  CHECK(ids[1].size() == 36 && ids[1][14] == '7' && ids[1] != ids[2]);
+
+  std::string r = s.keyword_search(A, U, R"({"text":"brown fox"})");
+  CHECK(count(r, "\"record\"") == 2);
+  CHECK(before(r, a_id, ids[1]));
+  CHECK(contains(r, "\"content\":{\"a\":[1,2]}"));
+  CHECK(contains(r, "\"revision\":1"));
+  CHECK(count(s.keyword_search(A, U, R"({"text":"brown","tag":"x"})"), "\"record\"") == 1);
+
+  s.put_episodes(A, U, "{\"id\":\"" + a_id + "\",\"primary\":\"slow brown fox\"}");
+  CHECK(contains(s.keyword_search(A, U, R"({"text":"slow"})"), "\"revision\":2"));
+
+  r = s.substring_search(A, U, R"({"text":"ROWN"})");
+  CHECK(count(r, "\"record\"") == 2);
+  CHECK(before(r, std::min(a_id, ids[1]), std::max(a_id, ids[1])));
+
+  r = s.lexical_page(A, U, R"({"text":"brown"})");
+  CHECK(count(r, "\"record\"") == 2);
+  CHECK(contains(r, "\"exhaustive\":true"));
+  CHECK(contains(r, "\"next_after\":null"));
+  r = s.lexical_page(A, U, R"({"text":"brown","scan_limit":1})");
+  CHECK(contains(r, "\"exhaustive\":false"));
+  CHECK(!contains(r, "\"next_after\":null"));
+
+  CHECK(s.delete_episodes(A, U, "\"" + ids[1] + "\"\n\"01900000-0000-7000-8000-0000000000ff\"") == 1);
+  CHECK(s.delete_episodes(A, U, "\"" + ids[1] + "\"") == 0);
+  CHECK(count(s.keyword_search(A, U, R"({"text":"brown"})"), "\"record\"") == 1);
+  CHECK(s.put_episodes(A, U, "").empty());
+}
+
+struct CountingEmbedder : mnem::Embedder {
+  std::atomic<int> calls{0};
+  std::vector<float> vec;
+  explicit CountingEmbedder(std::vector<float> v) : vec(std::move(v)) {}
+  std::vector<float> embed(std::string_view) override {
+    ++calls;
+    return vec;
+  }
+};
+
+void test_hybrid() {
+  mnem::Store s(":memory:");
+  auto ids = s.put_episodes(A, U,
+                            "{\"primary\":\"apple banana\",\"embedding\":[1,0,0]}\n"
+                            "{\"primary\":\"cherry date\",\"embedding\":[0,1,0]}\n"
+                            "{\"primary\":\"apple cherry\",\"embedding\":[0.7,0.7,0]}");
+  CHECK(ids.size() == 3);
+  if (ids.size() != 3) return;
+  std::string r = s.hybrid_search(A, U, R"({"text":"apple","vector":[0,1,0],"limit":10,"semantic_weight":0.5})");
+  CHECK(count(r, "\"keyword_score\"") == 3);
+  CHECK(count(r, "\"semantic_score\"") == 3);
+  CHECK(s.hybrid_search(A, U, R"({"text":"apple","limit":0})") == R"({"results":[]})");
+
+  CountingEmbedder emb({0.0f, 1.0f, 0.0f});
+  mnem::HybridOptions o;
+  o.limit = 0;
+  CHECK(s.hybrid_search_text(A, U, "apple", emb, o) == R"({"results":[]})");
+  o.limit = 10;
+  CHECK(s.hybrid_search_text(A, U, " \t\n\xe3\x80\x80", emb, o) == R"({"results":[]})");  // U+3000 is blank
+  o.semantic_weight = 0.0;
+  CHECK(count(s.hybrid_search_text(A, U, "apple", emb, o), "\"record\"") == 2);
+  CHECK(emb.calls == 0);
+  o.semantic_weight = 1.0;
+  o.limit = 1;
+  r = s.hybrid_search_text(A, U, "zzz \"quoted\"\n", emb, o);
+  CHECK(emb.calls == 1);
+  CHECK(count(r, "\"record\"") == 1 && contains(r, ids[1]));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "bad\xff", emb, o));
+  CHECK(emb.calls == 1);
+  o.semantic_weight = 2.0;
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "apple", emb, o));
+  CountingEmbedder wrong_dim({1.0f, 0.0f});
+  o.semantic_weight.reset();
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "apple", wrong_dim, o));
+  CountingEmbedder nan_vec({NAN, 0.0f, 0.0f});
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "apple", nan_vec, o));
+}
+
+void test_buffer_growth() {
+  mnem::Store s(":memory:");
+  std::string batch;
+  for (int i = 0; i < 300; ++i) {
+    batch += "{\"primary\":\"needle " + std::to_string(i) + " " + std::string(500, 'x') + "\"}\n";
+  }
+  CHECK(s.put_episodes(A, U, batch).size() == 300);
+  std::string r = s.keyword_search(A, U, R"({"text":"needle","limit":1000})");
+  CHECK(r.size() > 150000);
+  CHECK(count(r, "\"record\"") == 300);
+  CHECK(r.back() == '}');
+  // Drive detail::read from an empty (NULL) buffer directly.
+  mnem_store* h = s.get();
+  std::string r2 = mnem::detail::read(
+      "keyword_search",
+      [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+        return mnem_keyword_search(h, mnem::detail::view(A), mnem::detail::view(U),
+                                   mnem::detail::view(R"({"text":"needle","limit":1000})"), out, cap, len, err);
+      },
+      0);
+  CHECK(r2 == r);
+  // The raw protocol: BUFFER_TOO_SMALL reports the exact size.
+  std::size_t need = 0;
+  mnem_error err{};
+  uint8_t small[8];
+  mnem_status st = mnem_keyword_search(h, mnem::detail::view(A), mnem::detail::view(U),
+                                       mnem::detail::view(R"({"text":"needle","limit":1000})"), small,
+                                       sizeof small, &need, &err);
+  CHECK(st == MNEM_STATUS_BUFFER_TOO_SMALL);
+  CHECK(need == r.size());
+  CHECK(err.code == MNEM_STATUS_BUFFER_TOO_SMALL);
+}
+
+void test_threads() {
+  mnem::Store s(":memory:");
+  s.put_episodes(A, U, R"({"primary":"shared seed"})");
+  std::atomic<bool> done{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&, t] {
+      while (!done) {
+        try {
+          if (t % 2)
+            s.keyword_search(A, U, R"({"text":"shared","limit":1000})");
+          else
+            s.search(A, U, "shared");
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 100; ++i) {
+    s.put_episodes(A, U, "{\"primary\":\"shared item " + std::to_string(i) + "\"}");
+    s.add_events(A, U, "s", event("e" + std::to_string(i), "user", "1", text_content("user", "shared event")));
+  }
+  done = true;
+  for (auto& th : readers) th.join();
+  CHECK(errors == 0);
+  CHECK(count(s.keyword_search(A, U, R"({"text":"item","limit":1000})"), "\"record\"") == 100);
+}
+
+void test_persistence() {
+  TempDir dir;
+  std::string id;
+  {
+    mnem::Store s(dir.path, MNEM_OPEN_CREATE);
+    id = s.put_episodes(A, U, R"({"primary":"durable fact"})").at(0);
+    s.add_session(A, U, "s1", event("pe1", "user", "7", text_content("user", "durable event")));
+    s.flush();
+  }
+  mnem::Store s(dir.path);
+  CHECK(contains(s.keyword_search(A, U, R"({"text":"fact"})"), id));
+  CHECK(contains(s.search(A, U, "durable"), "\"id\":\"pe1\""));
+}
+
+}  // namespace
+
+int main() {
+  // A deadlock in the library must fail the run, not hang it.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(120));
+    std::cerr << "timeout: the tests did not finish in 120 s (deadlock?)\n";
+    std::cout << passed << " passed, " << failed + 1 << " failed" << std::endl;
+    std::_Exit(2);
+  }).detach();
+  run("basics", test_basics);
+  run("move", test_move);
+  run("open_errors", test_open_errors);
+  run("bad_input", test_bad_input);
+  run("adk", test_adk);
+  run("episodes", test_episodes);
+  run("hybrid", test_hybrid);
+  run("buffer_growth", test_buffer_growth);
+  run("threads", test_threads);
+  run("persistence", test_persistence);
+  std::cout << passed << " passed, " << failed << " failed" << std::endl;
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,3 @@
+module mnem
+
+go 1.23
