@@ -1,4 +1,4 @@
-"""ctypes declarations of the mnem C ABI (docs/abi-plan.md, include/mnem.h)."""
+"""ctypes declarations of the mnem C ABI (include/mnem.h)."""
 from __future__ import annotations
 
 import ctypes
