@@ -48,7 +48,7 @@ impl HybridQuery {
 
     pub fn parse(query_json: &str) -> Result<HybridQuery> {
         let mut f = Fields::strict(json::parse_object(query_json)?);
-        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let text = crate::lexical::required_text(&mut f)?;
         let mut q = HybridQuery::new(text);
         q.vector = f.get::<Vec<f32>>("vector", "an array of numbers")?;
         if let Some(l) = f.get::<u64>("limit", "a non-negative integer")? {

@@ -128,6 +128,11 @@ fn put(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// Not deleted, and not expired at `now_ms` (an episode is invisible at and after expiry).
+fn visible(flags: u8, expires_at_ms: i64, now_ms: i64) -> bool {
+    flags & flag::DELETED == 0 && (flags & flag::EXPIRES == 0 || now_ms < expires_at_ms)
+}
+
 /// A borrowed, validated view of a stored record: the scan's zero-copy path.
 #[derive(Clone, Copy, Debug)]
 pub struct RecordView<'a> {
@@ -222,7 +227,7 @@ impl<'a> RecordView<'a> {
         self.has(flag::EXPIRES).then_some(self.expires_at_ms)
     }
     pub fn is_visible(&self, now_ms: i64) -> bool {
-        !self.deleted() && self.expires_at_ms().is_none_or(|e| now_ms < e)
+        visible(self.flags, self.expires_at_ms, now_ms)
     }
     pub fn timestamp(&self) -> Option<f64> {
         self.has(flag::TIMESTAMP).then_some(self.timestamp)
@@ -359,7 +364,7 @@ impl<'a> ScanView<'a> {
 
     /// Not deleted, and not expired at `now_ms`.
     pub fn is_visible(&self, now_ms: i64) -> bool {
-        self.flags & flag::DELETED == 0 && (self.flags & flag::EXPIRES == 0 || now_ms < self.expires_at_ms)
+        visible(self.flags, self.expires_at_ms, now_ms)
     }
 
     pub fn has_tag(&self, tag: &str) -> bool {

@@ -51,7 +51,7 @@ impl LexicalQuery {
 
     pub fn parse(query_json: &str) -> Result<LexicalQuery> {
         let mut f = Fields::strict(json::parse_object(query_json)?);
-        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let text = required_text(&mut f)?;
         let mut q = LexicalQuery::new(text);
         q.limit = ranged(&mut f, "limit", 1, MAX_PAGE_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
         q.after = f.string("after")?.map(|a| parse_uuid(&a, "after")).transpose()?;
@@ -145,7 +145,7 @@ impl KeywordQuery {
 
     pub fn parse(query_json: &str) -> Result<KeywordQuery> {
         let mut f = Fields::strict(json::parse_object(query_json)?);
-        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let text = required_text(&mut f)?;
         let mut q = KeywordQuery::new(text);
         q.limit = ranged(&mut f, "limit", 0, MAX_SEARCH_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
         q.episode_type = f.string("episode_type")?;
@@ -163,13 +163,22 @@ pub(crate) struct Filter<'q> {
 }
 
 impl Filter<'_> {
+    fn matches(&self, episode_type: &str, has_tag: impl Fn(&str) -> bool) -> bool {
+        self.episode_type.is_none_or(|t| episode_type == t) && self.tag.is_none_or(has_tag)
+    }
+
     pub fn accepts(&self, v: &RecordView<'_>) -> bool {
-        self.episode_type.is_none_or(|t| v.episode_type == t) && self.tag.is_none_or(|t| v.has_tag(t))
+        self.matches(v.episode_type, |t| v.has_tag(t))
     }
 
     fn accepts_scan(&self, v: &ScanView<'_>) -> bool {
-        self.episode_type.is_none_or(|t| v.episode_type == t) && self.tag.is_none_or(|t| v.has_tag(t))
+        self.matches(v.episode_type, |t| v.has_tag(t))
     }
+}
+
+/// The `text` every query requires.
+pub(crate) fn required_text(f: &mut Fields<'_>) -> Result<String> {
+    f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))
 }
 
 /// What a scan gathered: the matched documents and the window's statistics.
