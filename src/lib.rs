@@ -4,7 +4,7 @@
 //! - the ADK memory seam (`Mnem::add_session`, `add_events`, `delete_memory`, `search`),
 //!   which ranks exactly like google-adk's `InMemoryMemoryService`;
 //! - lexical retrieval over episodes (`Mnem::keyword_search`, `search_memory_lexical`,
-//!   `substring_search`), BM25 in f64;
+//!   `search_episodes`, the substring search behind `mnem_substring_search`), BM25 in f64;
 //! - hybrid retrieval (`Mnem::hybrid_search`), BM25 and HNSW fused by weighted RRF.
 //!
 //! The C ABI in `ffi` wraps this API one function to one method.

@@ -512,9 +512,9 @@ fn substring_search_keeps_substring_semantics() {
     let ns = Namespace::new("a", "u");
     let ids = put(&m, &ns, &[("Hauptstraße 5", "", ""), ("", "the TEAPOT", ""), ("", "", "nothing")]);
     let q =
-        |t: &str| m.substring_search(&ns, &KeywordQuery::new(t)).unwrap().into_iter().map(|e| e.id).collect::<Vec<_>>();
+        |t: &str| m.search_episodes(&ns, &KeywordQuery::new(t)).unwrap().into_iter().map(|e| e.id).collect::<Vec<_>>();
     assert_eq!(q("straße"), [ids[0]]);
     assert_eq!(q("teap"), [ids[1]]);
     assert_eq!(q("o"), [ids[1], ids[2]]);
-    assert!(m.substring_search(&ns, &KeywordQuery::new("")).is_err());
+    assert!(m.search_episodes(&ns, &KeywordQuery::new("")).is_err());
 }

@@ -639,7 +639,7 @@ pub extern "C" fn mnem_substring_search(
         let ns = namespace(app, user)?;
         let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
-        lexical::write_episodes(&mut out, &m.substring_search(&ns, &q)?);
+        lexical::write_episodes(&mut out, &m.search_episodes(&ns, &q)?);
         Ok(out)
     })
 }

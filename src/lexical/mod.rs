@@ -357,7 +357,7 @@ impl Mnem {
 
     /// The seed's `search_episodes`: visible records whose primary, secondary or context
     /// text contains `text` (both lowercased), in UUID order, at most `limit`.
-    pub fn substring_search(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Episode>> {
+    pub fn search_episodes(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Episode>> {
         if q.text.is_empty() {
             return Err(Error::invalid("`text` is empty"));
         }
