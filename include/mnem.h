@@ -58,6 +58,10 @@
 // `mnem_open` flag: open for reading only; every write returns `MNEM_STATUS_READ_ONLY`.
 #define MNEM_OPEN_READ_ONLY 2
 
+// The largest stored record: the lexical page's largest byte budget, so that a page can
+// always step over any record.
+#define MAX_RECORD_BYTES (64 << 20)
+
 // An open store. Opaque; created by `mnem_open`, destroyed by `mnem_free`.
 typedef struct mnem_store mnem_store;
 
@@ -160,7 +164,8 @@ void mnem_free(struct mnem_store *store);
 // already exists keeps its place in the tie order of `mnem_search`.
 // `*out_stored` (may be NULL) receives the number of events the bucket now holds.
 // Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
-// named by its number: nothing is stored); READ_ONLY; IO; INTERNAL.
+// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; IO;
+// INTERNAL.
 mnem_status mnem_add_session(struct mnem_store *store,
                              struct mnem_str app,
                              struct mnem_str user,
@@ -225,8 +230,11 @@ mnem_status mnem_search(const struct mnem_store *store,
 // The whole batch is validated, then written atomically.
 // `out_ids` receives the 16 raw bytes of each line's id in line order; NULL with
 // `out_ids_cap` 0 when not wanted.
+// An episode may take at most 64 MiB stored (the lexical page's largest byte budget, so
+// that paging always progresses).
 // Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
-// `out_ids_cap` < 16 × lines: the message names the line and field, nothing is written);
+// an episode over 64 MiB, `out_ids_cap` < 16 × lines: the message names the line and
+// field, nothing is written);
 // READ_ONLY; IO; INTERNAL.
 mnem_status mnem_put_episodes(struct mnem_store *store,
                               struct mnem_str app,

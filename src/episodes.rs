@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, Namespace};
-use crate::record::{Episode, RecordView};
+use crate::record::{Episode, RecordView, MAX_RECORD_BYTES};
 use crate::store::{now_ms, Store, CF_EPISODES};
 use rocksdb::{Snapshot, WriteBatch};
 use std::collections::HashMap;
@@ -200,6 +200,12 @@ impl<'s> Pending<'s> {
             content: input.content,
             embedding: input.embedding,
         };
+        let size = episode.encoded_len();
+        if size > MAX_RECORD_BYTES {
+            return Err(Error::invalid(format!(
+                "the episode is {size} bytes stored; at most {MAX_RECORD_BYTES} are allowed"
+            )));
+        }
         self.stage(episode);
         Ok(id)
     }

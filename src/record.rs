@@ -13,6 +13,10 @@ use uuid::Uuid;
 
 pub const RECORD_VERSION: u8 = 1;
 const HEADER_LEN: usize = 2 + 8 * 5;
+const FIELDS: usize = 11;
+/// The largest stored record: the lexical page's largest byte budget, so that a page can
+/// always step over any record.
+pub const MAX_RECORD_BYTES: usize = 64 << 20;
 
 mod flag {
     pub const DELETED: u8 = 1;
@@ -51,14 +55,26 @@ pub struct Episode {
 }
 
 impl Episode {
-    pub fn encode(&self) -> Vec<u8> {
-        let text_len = self.episode_type.len()
+    /// The size of `encode()`'s output.
+    pub fn encoded_len(&self) -> usize {
+        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        HEADER_LEN
+            + 4 * FIELDS
+            + self.episode_type.len()
             + self.primary.len()
             + self.secondary.len()
             + self.context.len()
+            + self.tags.iter().map(|t| 4 + t.len()).sum::<usize>()
             + self.metadata.len()
-            + self.content.as_ref().map_or(0, |c| c.len());
-        let mut out = Vec::with_capacity(HEADER_LEN + 44 + text_len + 64);
+            + opt(&self.author)
+            + opt(&self.session_id)
+            + opt(&self.event_id)
+            + opt(&self.content)
+            + 4 * self.embedding.as_ref().map_or(0, Vec::len)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
         let mut flags = 0u8;
         let mut set = |cond: bool, f: u8| {
             if cond {
@@ -428,6 +444,12 @@ mod tests {
         bare.embedding = None;
         bare.tags.clear();
         assert_eq!(Episode::decode(bare.id, &bare.encode()).unwrap(), bare);
+    }
+
+    #[test]
+    fn encoded_len_is_exact() {
+        let e = sample();
+        assert_eq!(e.encoded_len(), e.encode().len());
     }
 
     #[test]

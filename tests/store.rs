@@ -123,3 +123,18 @@ fn a_bad_line_rejects_the_whole_batch() {
     assert!(e.message.contains("line 2"), "{}", e.message);
     assert!(m.keyword_search(&ns, &mnem::KeywordQuery::new("a b")).unwrap().is_empty());
 }
+
+#[test]
+fn records_larger_than_the_largest_page_budget_are_rejected() {
+    let m = Mnem::open(":memory:", CREATE).unwrap();
+    let ns = Namespace::new("a", "u");
+    let big = "x".repeat(64 << 20);
+    let e = m.put_episodes(&ns, vec![note("ok"), note(&big)]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    assert!(e.message.contains("bytes stored"), "{}", e.message);
+    let line = format!(r#"{{"id":"big","content":{{"parts":[{{"text":"{big}"}}]}}}}"#);
+    let e = m.add_session(&ns, "s", &line).unwrap_err();
+    assert!(e.message.contains("\"big\""), "{}", e.message);
+    assert!(m.keyword_search(&ns, &mnem::KeywordQuery::new("ok")).unwrap().is_empty(), "nothing was written");
+    assert_eq!(m.session_event_ids(&ns, "s").unwrap(), None);
+}

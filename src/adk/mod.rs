@@ -167,7 +167,7 @@ impl<'m> AdkWrite<'m> {
             content: Some(ev.content.clone()),
             ..EpisodeInput::default()
         };
-        let id = self.pending.upsert(input, self.now)?;
+        let id = self.pending.upsert(input, self.now).map_err(|e| e.context(format!("event {:?}", ev.id)))?;
         self.adk_put(adk_tag::ORDER, &keys::order_suffix(bucket, seq), id.as_bytes());
         Ok(id)
     }

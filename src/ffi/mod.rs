@@ -383,7 +383,8 @@ fn copy_ids(out_ids: *mut u8, ids: &[uuid::Uuid]) {
 /// already exists keeps its place in the tie order of `mnem_search`.
 /// `*out_stored` (may be NULL) receives the number of events the bucket now holds.
 /// Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
-/// named by its number: nothing is stored); READ_ONLY; IO; INTERNAL.
+/// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; IO;
+/// INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_add_session(
     store: *mut mnem_store,
@@ -497,8 +498,11 @@ pub extern "C" fn mnem_search(
 /// The whole batch is validated, then written atomically.
 /// `out_ids` receives the 16 raw bytes of each line's id in line order; NULL with
 /// `out_ids_cap` 0 when not wanted.
+/// An episode may take at most 64 MiB stored (the lexical page's largest byte budget, so
+/// that paging always progresses).
 /// Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
-/// `out_ids_cap` < 16 × lines: the message names the line and field, nothing is written);
+/// an episode over 64 MiB, `out_ids_cap` < 16 × lines: the message names the line and
+/// field, nothing is written);
 /// READ_ONLY; IO; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_put_episodes(
