@@ -220,9 +220,12 @@ impl Mnem {
         let snap = store.snapshot();
         let prefix = ns.prefix();
         let mut ix = AdkIndex::default();
+        // The order entries say where each event sits; then one pass over the namespace's
+        // episodes (sequential reads, not a point read per event) indexes them, and the
+        // `memory` episodes after every bucket, in UUID order.
         let order_prefix = keys::adk_key(&prefix, adk_tag::ORDER, &[]);
         let mut it = store.prefix_iter(&snap, CF_ADK, &order_prefix, &order_prefix);
-        let mut in_buckets = HashSet::new();
+        let mut placed: HashMap<Uuid, (u32, u64)> = HashMap::new();
         while it.valid() {
             let key = it.key().expect("valid iterator");
             let suffix = &key[order_prefix.len()..];
@@ -232,27 +235,21 @@ impl Mnem {
             }
             let bucket = u32::from_be_bytes(suffix[..4].try_into().expect("4 bytes"));
             let seq = u64::from_be_bytes(suffix[4..].try_into().expect("8 bytes"));
-            let id = Uuid::from_bytes(value.try_into().expect("16 bytes"));
-            if let Some(bytes) = store.get_episode_raw(&snap, &prefix, &id)? {
-                let view = RecordView::parse(id, &bytes)?;
-                if !view.deleted() {
-                    index_view(&mut ix, &view, bucket, seq)?;
-                    in_buckets.insert(id);
-                }
-            }
+            placed.insert(Uuid::from_bytes(value.try_into().expect("16 bytes")), (bucket, seq));
             it.next();
         }
         it.status()?;
         let mut scan = store.scan_episodes(&snap, ns, None);
-        let mut seq = 0u64;
+        let mut memory_seq = 0u64;
         while let Some(view) = scan.next_view()? {
-            if !view.deleted()
-                && view.episode_type == MEMORY_TYPE
-                && view.content().is_some()
-                && !in_buckets.contains(&view.id)
-            {
-                index_view(&mut ix, &view, MEMORY_BUCKET, seq)?;
-                seq += 1;
+            if view.deleted() {
+                continue;
+            }
+            if let Some(&(bucket, seq)) = placed.get(&view.id) {
+                index_view(&mut ix, &view, bucket, seq)?;
+            } else if view.episode_type == MEMORY_TYPE && view.content().is_some() {
+                index_view(&mut ix, &view, MEMORY_BUCKET, memory_seq)?;
+                memory_seq += 1;
             }
         }
         Ok(ix)

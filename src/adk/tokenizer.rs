@@ -21,10 +21,28 @@ fn in_ranges(table: &[(u32, u32)], c: char) -> bool {
         .is_ok()
 }
 
+/// `WORD_RANGES` as a bitmap over the Basic Multilingual Plane: tokenizing is on the write
+/// path and on every index rebuild.
+fn bmp_words() -> &'static [u64; 1024] {
+    static TABLE: std::sync::OnceLock<Box<[u64; 1024]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0u64; 1024]);
+        for &(lo, hi) in WORD_RANGES.iter().filter(|r| r.0 < 0x10000) {
+            for u in lo..=hi.min(0xFFFF) {
+                t[(u >> 6) as usize] |= 1 << (u & 63);
+            }
+        }
+        t
+    })
+}
+
 /// Python's `re` `\w` for str patterns (general categories L*, N*, and `_`), Unicode 14.
 pub fn is_word(c: char) -> bool {
+    let u = c as u32;
     if c.is_ascii() {
         c.is_ascii_alphanumeric() || c == '_'
+    } else if u < 0x10000 {
+        bmp_words()[(u >> 6) as usize] & (1 << (u & 63)) != 0
     } else {
         in_ranges(&WORD_RANGES, c)
     }
@@ -137,6 +155,13 @@ mod tests {
         assert!(!is_word('\u{093F}'), "Devanagari vowel sign is Mc, not \\w");
         assert!(!is_word('\u{0301}') && !is_word('\u{203F}') && !is_word('-'));
         assert!('\u{093F}'.is_alphanumeric(), "Rust's class differs: that is why we have tables");
+    }
+
+    #[test]
+    fn word_bitmap_equals_the_generated_ranges() {
+        for c in (0u32..0x10000).filter_map(char::from_u32) {
+            assert_eq!(is_word(c), c == '_' || in_ranges(&WORD_RANGES, c), "{c:?}");
+        }
     }
 
     #[test]
