@@ -58,10 +58,6 @@
 // `mnem_open` flag: open for reading only; every write returns `MNEM_STATUS_READ_ONLY`.
 #define MNEM_OPEN_READ_ONLY 2
 
-// The largest stored record: the lexical page's largest byte budget, so that a page can
-// always step over any record.
-#define MAX_RECORD_BYTES (64 << 20)
-
 // An open store. Opaque; created by `mnem_open`, destroyed by `mnem_free`.
 typedef struct mnem_store mnem_store;
 
