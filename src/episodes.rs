@@ -271,10 +271,6 @@ pub fn parse_id_lines(jsonl: &str) -> Result<Vec<Uuid>> {
         .collect()
 }
 
-pub(crate) fn now() -> i64 {
-    now_ms()
-}
-
 impl crate::mnem::Mnem {
     /// `mnem_put_episodes`: create or update every episode of the batch atomically; returns
     /// the ids in input order.
@@ -282,7 +278,7 @@ impl crate::mnem::Mnem {
         self.store.check_writable()?;
         let _w = self.write_lock.lock();
         let mut pending = Pending::new(&self.store, ns);
-        let now = now();
+        let now = now_ms();
         let mut dim = self.vectors.dimension(&self.store, pending.snapshot(), ns)?;
         let mut ids = Vec::with_capacity(inputs.len());
         for (i, input) in inputs.into_iter().enumerate() {
@@ -317,7 +313,7 @@ impl crate::mnem::Mnem {
         self.store.check_writable()?;
         let _w = self.write_lock.lock();
         let mut pending = Pending::new(&self.store, ns);
-        let now = now();
+        let now = now_ms();
         let mut deleted = 0;
         for id in ids {
             deleted += u64::from(pending.tombstone(id, now)?);
@@ -341,7 +337,7 @@ impl crate::mnem::Mnem {
         match self.store.get_episode_raw(&snap, &ns.prefix(), id)? {
             Some(bytes) => {
                 let e = Episode::decode(*id, &bytes)?;
-                Ok(e.is_visible(now()).then_some(e))
+                Ok(e.is_visible(now_ms()).then_some(e))
             }
             None => Ok(None),
         }
