@@ -6,7 +6,7 @@ use crate::json::{self, Fields};
 use crate::keys::Namespace;
 use crate::lexical::{Filter, KeywordQuery, MAX_SEARCH_LIMIT};
 use crate::mnem::Mnem;
-use crate::record::{Episode, RecordView};
+use crate::record::{Episode, ScanView};
 use crate::store::now_ms;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -136,7 +136,10 @@ impl Mnem {
             Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
             None => (1.0, 0.0),
         };
+        // One snapshot and one visibility time for both channels and the records.
         let now = now_ms();
+        let snap = self.store.snapshot();
+        let prefix = ns.prefix();
         let lexical: Vec<Uuid> = if w_lex > 0.0 {
             let kq = KeywordQuery {
                 text: q.text.clone(),
@@ -144,7 +147,7 @@ impl Mnem {
                 episode_type: q.episode_type.clone(),
                 tag: q.tag.clone(),
             };
-            self.keyword_ids(ns, &kq)?
+            self.keyword_ranked(&snap, ns, &kq, now)?.into_iter().map(|(_, id)| id).collect()
         } else {
             Vec::new()
         };
@@ -158,29 +161,26 @@ impl Mnem {
                         ix.hnsw.dim()
                     )));
                 }
-                let snap = self.store.snapshot();
-                let prefix = ns.prefix();
                 let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
                 let filtered = q.episode_type.is_some() || q.tag.is_some();
                 let keep = |id: &Uuid| {
                     !filtered
                         || matches!(self.store.get_episode_raw(&snap, &prefix, id), Ok(Some(b))
-                            if RecordView::parse(*id, &b).is_ok_and(|v| filter.accepts(&v)))
+                            if ScanView::parse(&b).is_ok_and(|v| filter.accepts(&v)))
                 };
                 ix.nearest(v, pool, now, keep).into_iter().map(|(id, _)| id).collect()
             }
             _ => Vec::new(),
         };
-        let fused = fuse(&lexical, &semantic, w_lex, w_sem);
-        let snap = self.store.snapshot();
-        let prefix = ns.prefix();
         let mut out = Vec::with_capacity(q.limit);
-        for (id, score, k, s) in fused {
+        for (id, score, k, s) in fuse(&lexical, &semantic, w_lex, w_sem) {
             if out.len() == q.limit {
                 break;
             }
             let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &id)? else { continue };
             let record = Episode::decode(id, &bytes)?;
+            // The vector index follows each write right after its commit; a write landing in
+            // between is seen here, in the snapshot, and its episode is skipped.
             if !record.is_visible(now) {
                 continue;
             }
@@ -206,10 +206,6 @@ impl Mnem {
             q.vector = Some(provider.embed(&q.text)?);
         }
         self.hybrid_search(ns, &q)
-    }
-
-    fn keyword_ids(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Uuid>> {
-        Ok(self.keyword_search(ns, q)?.into_iter().map(|r| r.record.id).collect())
     }
 }
 

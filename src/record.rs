@@ -144,32 +144,29 @@ fn put(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// Not deleted, and not expired at `now_ms` (an episode is invisible at and after expiry).
-fn visible(flags: u8, expires_at_ms: i64, now_ms: i64) -> bool {
-    flags & flag::DELETED == 0 && (flags & flag::EXPIRES == 0 || now_ms < expires_at_ms)
-}
-
-/// A borrowed, validated view of a stored record: the scan's zero-copy path.
+/// A borrowed, validated view of a whole stored record. Its searchable prefix is a
+/// `ScanView` (reached through `Deref`): the two share one parser for that part.
 #[derive(Clone, Copy, Debug)]
 pub struct RecordView<'a> {
     pub id: Uuid,
-    pub flags: u8,
+    scan: ScanView<'a>,
     pub revision: u64,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
-    expires_at_ms: i64,
     timestamp: f64,
-    pub episode_type: &'a str,
-    pub primary: &'a str,
-    pub secondary: &'a str,
-    pub context: &'a str,
-    tags: &'a [u8],
     pub metadata: &'a str,
     author: &'a str,
     session_id: &'a str,
     event_id: &'a str,
     content: &'a str,
     embedding: &'a [u8],
+}
+
+impl<'a> std::ops::Deref for RecordView<'a> {
+    type Target = ScanView<'a>;
+    fn deref(&self) -> &ScanView<'a> {
+        &self.scan
+    }
 }
 
 struct Reader<'a> {
@@ -188,9 +185,6 @@ impl<'a> Reader<'a> {
     fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
-    fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
     fn field(&mut self) -> Result<&'a [u8]> {
         let n = self.u32()? as usize;
         self.take(n)
@@ -200,26 +194,22 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The little-endian u64 at `at` of a header that `ScanView::read` has length-checked.
+fn header_u64(head: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"))
+}
+
 impl<'a> RecordView<'a> {
     pub fn parse(id: Uuid, bytes: &'a [u8]) -> Result<RecordView<'a>> {
         let mut r = Reader { bytes, pos: 0 };
-        let head = r.take(2)?;
-        if head[0] != RECORD_VERSION {
-            return Err(Error::corruption(format!("unknown record version {}", head[0])));
-        }
+        let scan = ScanView::read(&mut r)?;
         let view = RecordView {
             id,
-            flags: head[1],
-            revision: r.u64()?,
-            created_at_ms: r.u64()? as i64,
-            updated_at_ms: r.u64()? as i64,
-            expires_at_ms: r.u64()? as i64,
-            timestamp: f64::from_bits(r.u64()?),
-            episode_type: r.text()?,
-            primary: r.text()?,
-            secondary: r.text()?,
-            context: r.text()?,
-            tags: r.field()?,
+            scan,
+            revision: header_u64(bytes, 2),
+            created_at_ms: header_u64(bytes, 10) as i64,
+            updated_at_ms: header_u64(bytes, 18) as i64,
+            timestamp: f64::from_bits(header_u64(bytes, 34)),
             metadata: r.text()?,
             author: r.text()?,
             session_id: r.text()?,
@@ -234,16 +224,7 @@ impl<'a> RecordView<'a> {
     }
 
     fn has(&self, f: u8) -> bool {
-        self.flags & f != 0
-    }
-    pub fn deleted(&self) -> bool {
-        self.has(flag::DELETED)
-    }
-    pub fn expires_at_ms(&self) -> Option<i64> {
-        self.has(flag::EXPIRES).then_some(self.expires_at_ms)
-    }
-    pub fn is_visible(&self, now_ms: i64) -> bool {
-        visible(self.flags, self.expires_at_ms, now_ms)
+        self.scan.flags & f != 0
     }
     pub fn timestamp(&self) -> Option<f64> {
         self.has(flag::TIMESTAMP).then_some(self.timestamp)
@@ -265,13 +246,6 @@ impl<'a> RecordView<'a> {
             self.embedding.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()
         })
     }
-    pub fn tags(&self) -> TagIter<'a> {
-        TagIter { r: Reader { bytes: self.tags, pos: 0 } }
-    }
-    pub fn has_tag(&self, tag: &str) -> bool {
-        self.tags().any(|t| t == tag)
-    }
-
     pub fn to_episode(&self) -> Result<Episode> {
         let tags = self.tags().map(str::to_owned).collect();
         Ok(Episode {
@@ -362,14 +336,18 @@ pub struct ScanView<'a> {
 
 impl<'a> ScanView<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<ScanView<'a>> {
-        let mut r = Reader { bytes, pos: 0 };
+        ScanView::read(&mut Reader { bytes, pos: 0 })
+    }
+
+    /// Read the header and the searchable prefix, leaving `r` after the tags.
+    fn read(r: &mut Reader<'a>) -> Result<ScanView<'a>> {
         let head = r.take(HEADER_LEN)?;
         if head[0] != RECORD_VERSION {
             return Err(Error::corruption(format!("unknown record version {}", head[0])));
         }
         Ok(ScanView {
             flags: head[1],
-            expires_at_ms: i64::from_le_bytes(head[26..34].try_into().expect("8 bytes")),
+            expires_at_ms: header_u64(head, 26) as i64,
             episode_type: r.text()?,
             primary: r.text()?,
             secondary: r.text()?,
@@ -378,13 +356,25 @@ impl<'a> ScanView<'a> {
         })
     }
 
-    /// Not deleted, and not expired at `now_ms`.
+    pub fn deleted(&self) -> bool {
+        self.flags & flag::DELETED != 0
+    }
+
+    pub fn expires_at_ms(&self) -> Option<i64> {
+        (self.flags & flag::EXPIRES != 0).then_some(self.expires_at_ms)
+    }
+
+    /// Not deleted, and not expired at `now_ms` (invisible at and after expiry).
     pub fn is_visible(&self, now_ms: i64) -> bool {
-        visible(self.flags, self.expires_at_ms, now_ms)
+        !self.deleted() && self.expires_at_ms().is_none_or(|e| now_ms < e)
+    }
+
+    pub fn tags(&self) -> TagIter<'a> {
+        TagIter { r: Reader { bytes: self.tags, pos: 0 } }
     }
 
     pub fn has_tag(&self, tag: &str) -> bool {
-        (TagIter { r: Reader { bytes: self.tags, pos: 0 } }).any(|t| t == tag)
+        self.tags().any(|t| t == tag)
     }
 }
 

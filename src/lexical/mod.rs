@@ -4,12 +4,13 @@
 pub mod bm25;
 pub mod tokenizer;
 
+use crate::adk::tokenizer::lower;
 use crate::episodes::parse_uuid;
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::Namespace;
 use crate::mnem::Mnem;
-use crate::record::{Episode, RecordView, ScanView};
+use crate::record::{Episode, ScanView};
 use crate::store::now_ms;
 use bm25::{Corpus, TermMatcher};
 use uuid::Uuid;
@@ -74,24 +75,31 @@ impl LexicalQuery {
         check((1..=MAX_PAGE_LIMIT).contains(&self.limit), "limit", 1, MAX_PAGE_LIMIT)?;
         check((1..=MAX_SCAN_LIMIT).contains(&self.scan_limit), "scan_limit", 1, MAX_SCAN_LIMIT)?;
         check((1..=MAX_SCAN_BYTES).contains(&self.scan_bytes_limit), "scan_bytes_limit", 1, MAX_SCAN_BYTES)?;
-        if self.text.len() > MAX_TEXT_BYTES {
-            return Err(Error::invalid(format!(
-                "`text` is {} bytes; at most {MAX_TEXT_BYTES} UTF-8 bytes are allowed",
-                self.text.len()
-            )));
-        }
-        let terms = tokenizer::query_terms(&self.text);
+        let terms = checked_terms(&self.text)?;
         if terms.is_empty() {
             return Err(Error::invalid("`text` has no searchable terms (it is empty, blank or punctuation only)"));
         }
-        if terms.len() > MAX_TERMS {
-            return Err(Error::invalid(format!(
-                "`text` has {} distinct terms; at most {MAX_TERMS} are allowed",
-                terms.len()
-            )));
-        }
         Ok(terms)
     }
+}
+
+/// The distinct query terms of `text`, which may have at most `MAX_TEXT_BYTES` bytes and
+/// `MAX_TERMS` terms. Empty for blank or punctuation-only text.
+fn checked_terms(text: &str) -> Result<Vec<String>> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(Error::invalid(format!(
+            "`text` is {} bytes; at most {MAX_TEXT_BYTES} UTF-8 bytes are allowed",
+            text.len()
+        )));
+    }
+    let terms = tokenizer::query_terms(text);
+    if terms.len() > MAX_TERMS {
+        return Err(Error::invalid(format!(
+            "`text` has {} distinct terms; at most {MAX_TERMS} are allowed",
+            terms.len()
+        )));
+    }
+    Ok(terms)
 }
 
 fn ranged(f: &mut Fields<'_>, key: &str, lo: usize, hi: usize) -> Result<Option<usize>> {
@@ -163,16 +171,9 @@ pub(crate) struct Filter<'q> {
 }
 
 impl Filter<'_> {
-    fn matches(&self, episode_type: &str, has_tag: impl Fn(&str) -> bool) -> bool {
-        self.episode_type.is_none_or(|t| episode_type == t) && self.tag.is_none_or(has_tag)
-    }
-
-    pub fn accepts(&self, v: &RecordView<'_>) -> bool {
-        self.matches(v.episode_type, |t| v.has_tag(t))
-    }
-
-    fn accepts_scan(&self, v: &ScanView<'_>) -> bool {
-        self.matches(v.episode_type, |t| v.has_tag(t))
+    /// Takes a `&RecordView` too, through its `Deref` to `ScanView`.
+    pub fn accepts(&self, v: &ScanView<'_>) -> bool {
+        self.episode_type.is_none_or(|t| v.episode_type == t) && self.tag.is_none_or(|t| v.has_tag(t))
     }
 }
 
@@ -248,7 +249,7 @@ impl Mnem {
             w.scanned_bytes += bytes.len() as u64;
             last = Some(id);
             let v = ScanView::parse(bytes)?;
-            if !v.is_visible(now) || !filter.accepts_scan(&v) {
+            if !v.is_visible(now) || !filter.accepts(&v) {
                 continue;
             }
             let mut dl = 0u64;
@@ -269,14 +270,8 @@ impl Mnem {
         Ok(w)
     }
 
-    /// Score a window and return the best `limit` hits (score descending, then UUID).
-    fn rank(
-        &self,
-        snap: &rocksdb::Snapshot<'_>,
-        ns: &Namespace,
-        w: &Window,
-        limit: usize,
-    ) -> Result<Vec<KeywordSearchResult>> {
+    /// The best `limit` of a window's hits: `(score, id)`, score descending, then UUID.
+    fn rank(w: &Window, limit: usize) -> Vec<(f64, Uuid)> {
         let n = w.corpus.records;
         let idfs: Vec<f64> = w.df.iter().map(|&df| bm25::idf(n, df)).collect();
         let avgdl = w.corpus.avgdl();
@@ -293,8 +288,18 @@ impl Mnem {
         }
         scored.truncate(limit);
         scored.sort_unstable_by(order);
-        let prefix = ns.prefix();
         scored
+    }
+
+    /// The records of ranked hits, read from the snapshot that was scanned.
+    fn fetch_hits(
+        &self,
+        snap: &rocksdb::Snapshot<'_>,
+        ns: &Namespace,
+        ranked: Vec<(f64, Uuid)>,
+    ) -> Result<Vec<KeywordSearchResult>> {
+        let prefix = ns.prefix();
+        ranked
             .into_iter()
             .map(|(score, id)| {
                 let bytes = self
@@ -316,7 +321,7 @@ impl Mnem {
         let budget = Budget { records: q.scan_limit, bytes: q.scan_bytes_limit };
         let w =
             self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: q.after, budget: Some(budget), now })?;
-        let hits = self.rank(&snap, ns, &w, q.limit)?;
+        let hits = self.fetch_hits(&snap, ns, Self::rank(&w, q.limit))?;
         Ok(LexicalPage {
             hits,
             matched_records: w.matched.len() as u64,
@@ -331,28 +336,28 @@ impl Mnem {
     /// `keyword_search`: BM25 over every visible record of the namespace. Text without
     /// terms (blank, punctuation) or a zero limit returns no results.
     pub fn keyword_search(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<KeywordSearchResult>> {
-        if q.text.len() > MAX_TEXT_BYTES {
-            return Err(Error::invalid(format!(
-                "`text` is {} bytes; at most {MAX_TEXT_BYTES} UTF-8 bytes are allowed",
-                q.text.len()
-            )));
-        }
-        let terms = tokenizer::query_terms(&q.text);
+        let snap = self.store.snapshot();
+        let ranked = self.keyword_ranked(&snap, ns, q, now_ms())?;
+        self.fetch_hits(&snap, ns, ranked)
+    }
+
+    /// `keyword_search` up to ranking, within a caller's snapshot and visibility time (hybrid
+    /// search fuses the ids in the same snapshot as its other channel).
+    pub(crate) fn keyword_ranked(
+        &self,
+        snap: &rocksdb::Snapshot<'_>,
+        ns: &Namespace,
+        q: &KeywordQuery,
+        now: i64,
+    ) -> Result<Vec<(f64, Uuid)>> {
+        let terms = checked_terms(&q.text)?;
         if terms.is_empty() || q.limit == 0 {
             return Ok(Vec::new());
         }
-        if terms.len() > MAX_TERMS {
-            return Err(Error::invalid(format!(
-                "`text` has {} distinct terms; at most {MAX_TERMS} are allowed",
-                terms.len()
-            )));
-        }
-        let now = now_ms();
-        let snap = self.store.snapshot();
         let mut matcher = TermMatcher::new(terms);
         let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
-        let w = self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
-        self.rank(&snap, ns, &w, q.limit)
+        let w = self.scan_window(snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
+        Ok(Self::rank(&w, q.limit))
     }
 
     /// The seed's `search_episodes`: visible records whose primary, secondary or context
@@ -361,7 +366,7 @@ impl Mnem {
         if q.text.is_empty() {
             return Err(Error::invalid("`text` is empty"));
         }
-        let needle = q.text.to_lowercase();
+        let needle = lower(&q.text);
         let finder = memchr::memmem::Finder::new(needle.as_bytes());
         let now = now_ms();
         let snap = self.store.snapshot();
@@ -369,23 +374,17 @@ impl Mnem {
         let mut out = Vec::new();
         let mut scan = self.store.scan_episodes(&snap, ns, None);
         while out.len() < q.limit {
-            let Some(v) = scan.next_view()? else { break };
+            let Some((id, bytes)) = scan.next()? else { break };
+            let v = ScanView::parse(bytes)?;
             if !v.is_visible(now) || !filter.accepts(&v) {
                 continue;
             }
-            let hit = [v.primary, v.secondary, v.context]
-                .iter()
-                .any(|t| finder.find(tokenizer_lower(t).as_bytes()).is_some());
-            if hit {
-                out.push(v.to_episode()?);
+            if [v.primary, v.secondary, v.context].iter().any(|t| finder.find(lower(t).as_bytes()).is_some()) {
+                out.push(Episode::decode(id, bytes)?);
             }
         }
         Ok(out)
     }
-}
-
-fn tokenizer_lower(t: &str) -> std::borrow::Cow<'_, str> {
-    crate::adk::tokenizer::lower(t)
 }
 
 /// JSON writers of the lexical results.
