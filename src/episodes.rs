@@ -128,6 +128,14 @@ pub fn check_embedding(v: &[f32]) -> Result<u32> {
     u32::try_from(v.len()).map_err(|_| Error::invalid("`embedding` is too long"))
 }
 
+/// The parts of an episode's current revision that its next revision carries on.
+struct Prior {
+    revision: u64,
+    created_at_ms: i64,
+    deleted: bool,
+    episode_type: String,
+}
+
 /// Read-modify-write state of one write batch: episodes already changed in this batch are
 /// seen by later lines, so two lines with one id yield two revisions.
 pub(crate) struct Pending<'s> {
@@ -151,13 +159,29 @@ impl<'s> Pending<'s> {
         &self.prefix
     }
 
-    /// The current state of `id`: changed in this batch, else stored.
-    pub fn current(&self, id: &Uuid) -> Result<Option<Episode>> {
+    /// What a new revision of `id` needs from the current one (changed in this batch, else
+    /// stored): only the header and type are read, not the text, content or vector.
+    fn prior(&self, id: &Uuid) -> Result<Option<Prior>> {
         if let Some(e) = self.changed.get(id) {
-            return Ok(Some(e.clone()));
+            let p = Prior {
+                revision: e.revision,
+                created_at_ms: e.created_at_ms,
+                deleted: e.deleted,
+                episode_type: e.episode_type.clone(),
+            };
+            return Ok(Some(p));
         }
         match self.store.get_episode_raw(&self.snap, &self.prefix, id)? {
-            Some(bytes) => Ok(Some(RecordView::parse(*id, &bytes)?.to_episode()?)),
+            Some(bytes) => {
+                let v = RecordView::parse(*id, &bytes)?;
+                let p = Prior {
+                    revision: v.revision,
+                    created_at_ms: v.created_at_ms,
+                    deleted: v.deleted(),
+                    episode_type: v.episode_type.to_string(),
+                };
+                Ok(Some(p))
+            }
             None => Ok(None),
         }
     }
@@ -172,7 +196,7 @@ impl<'s> Pending<'s> {
     /// Create or update `input`; returns the id.
     pub fn upsert(&mut self, input: EpisodeInput, now: i64) -> Result<Uuid> {
         let id = input.id.unwrap_or_else(Uuid::now_v7);
-        let prev = self.current(&id)?;
+        let prev = self.prior(&id)?;
         let (revision, created) = match &prev {
             Some(p) if p.deleted => {
                 return Err(Error::invalid(format!("episode {id} was deleted; deleted ids are never reused")))
@@ -213,7 +237,7 @@ impl<'s> Pending<'s> {
     /// Tombstone `id`: a new revision that keeps only identity and bookkeeping, so deleted
     /// text, content and vectors are gone from the store. False when absent or deleted.
     pub fn tombstone(&mut self, id: &Uuid, now: i64) -> Result<bool> {
-        let Some(prev) = self.current(id)? else { return Ok(false) };
+        let Some(prev) = self.prior(id)? else { return Ok(false) };
         if prev.deleted {
             return Ok(false);
         }

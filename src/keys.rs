@@ -93,6 +93,12 @@ pub fn order_suffix(position: u32, seq: u64) -> [u8; 12] {
     s
 }
 
+/// The `(position, seq)` of an order key's suffix, if it has the right length.
+pub fn parse_order_suffix(suffix: &[u8]) -> Option<(u32, u64)> {
+    let s: &[u8; 12] = suffix.try_into().ok()?;
+    Some((u32::from_be_bytes(s[..4].try_into().ok()?), u64::from_be_bytes(s[4..].try_into().ok()?)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +152,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn order_suffix_round_trips_and_sorts_by_position_then_seq() {
+        assert_eq!(parse_order_suffix(&order_suffix(7, 1 << 40)), Some((7, 1 << 40)));
+        assert_eq!(parse_order_suffix(&[0; 11]), None);
+        assert!(order_suffix(1, u64::MAX) < order_suffix(2, 0));
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn visible(&self, now_ms: i64) -> bool {
+    pub fn visible(&self, now_ms: i64) -> bool {
         self.alive && self.expires_at_ms.is_none_or(|e| now_ms < e)
     }
 }
@@ -86,36 +86,25 @@ impl AdkIndex {
         self.buckets.get(&bucket).into_iter().flatten().map(|&i| &self.entries[i as usize])
     }
 
-    /// Mark every live entry whose episode is `uuid` dead.
-    pub fn remove(&mut self, uuid: &Uuid) {
-        // Buckets hold the live entries, so the lookup is by bucket scan only on the
-        // (rare) paths that remove: session replacement and deletes.
-        for (_, list) in self.buckets.iter_mut() {
-            if let Some(p) = list.iter().position(|&i| self.entries[i as usize].uuid == *uuid) {
-                let i = list.remove(p) as usize;
-                self.entries[i].alive = false;
-                self.dead += 1;
-                return;
-            }
+    /// Mark the live entry of `bucket` whose episode is `uuid` dead.
+    pub fn remove(&mut self, bucket: u32, uuid: &Uuid) {
+        let Some(list) = self.buckets.get_mut(&bucket) else { return };
+        if let Some(p) = list.iter().position(|&i| self.entries[i as usize].uuid == *uuid) {
+            let i = list.remove(p) as usize;
+            self.entries[i].alive = false;
+            self.dead += 1;
         }
     }
 
-    /// Live entries reported as `memory_id`, wherever they are.
-    pub fn find_memory_id(&self, memory_id: &str) -> Vec<Uuid> {
-        let mut out = Vec::new();
-        for list in self.buckets.values() {
-            for &i in list {
-                let e = &self.entries[i as usize];
-                if e.memory_id == memory_id {
-                    out.push(e.uuid);
-                }
-            }
-        }
-        out
-    }
-
-    pub fn find_uuid(&self, uuid: &Uuid) -> Option<&Entry> {
-        self.buckets.values().flatten().map(|&i| &self.entries[i as usize]).find(|e| e.uuid == *uuid)
+    /// `(episode, bucket, seq)` of the live entries reported as `memory_id`, wherever they are.
+    pub fn find_memory_id(&self, memory_id: &str) -> Vec<(Uuid, u32, u64)> {
+        self.buckets
+            .values()
+            .flatten()
+            .map(|&i| &self.entries[i as usize])
+            .filter(|e| e.memory_id == memory_id)
+            .map(|e| (e.uuid, e.bucket, e.seq))
+            .collect()
     }
 
     /// Dead entries outnumber live ones: the owner should rebuild from storage.
@@ -199,7 +188,7 @@ mod tests {
     fn dead_and_expired_entries_never_match() {
         let mut ix = index(&[(0, "tea"), (0, "tea")]);
         let first = ix.entries[0].uuid;
-        ix.remove(&first);
+        ix.remove(0, &first);
         assert_eq!(ids(&ix, "tea"), ["e1"]);
         ix.insert(Uuid::now_v7(), 0, 9, "x".into(), "tea", Some(100));
         assert_eq!(ix.search("tea", 99).len(), 2);

@@ -181,8 +181,9 @@ impl<'m> AdkWrite<'m> {
 }
 
 /// Does the stored episode already hold exactly this event (so a re-added session keeps it)?
-fn same_event(view: &RecordView<'_>, ev: &AdkEvent, now: i64) -> bool {
-    view.is_visible(now)
+fn same_event(view: &RecordView<'_>, ev: &AdkEvent) -> bool {
+    !view.deleted()
+        && view.expires_at_ms().is_none()
         && view.episode_type == EVENT_TYPE
         && view.event_id() == Some(ev.id.as_str())
         && view.author() == ev.author.as_deref()
@@ -190,7 +191,6 @@ fn same_event(view: &RecordView<'_>, ev: &AdkEvent, now: i64) -> bool {
         && view.content() == Some(ev.content.as_str())
         && view.metadata == ev.rest
         && view.primary == ev.text
-        && view.expires_at_ms().is_none()
 }
 
 impl Mnem {
@@ -229,13 +229,11 @@ impl Mnem {
         while it.valid() {
             let key = it.key().expect("valid iterator");
             let suffix = &key[order_prefix.len()..];
-            let value = it.value().expect("valid iterator");
-            if suffix.len() != 12 || value.len() != 16 {
-                return Err(Error::corruption("ADK order record is malformed"));
-            }
-            let bucket = u32::from_be_bytes(suffix[..4].try_into().expect("4 bytes"));
-            let seq = u64::from_be_bytes(suffix[4..].try_into().expect("8 bytes"));
-            placed.insert(Uuid::from_bytes(value.try_into().expect("16 bytes")), (bucket, seq));
+            let value = <[u8; 16]>::try_from(it.value().expect("valid iterator"));
+            match (keys::parse_order_suffix(suffix), value) {
+                (Some(place), Ok(id)) => placed.insert(Uuid::from_bytes(id), place),
+                _ => return Err(Error::corruption("ADK order record is malformed")),
+            };
             it.next();
         }
         it.status()?;
@@ -246,9 +244,9 @@ impl Mnem {
                 continue;
             }
             if let Some(&(bucket, seq)) = placed.get(&view.id) {
-                index_view(&mut ix, &view, bucket, seq)?;
+                index_view(&mut ix, &view, bucket, seq);
             } else if view.episode_type == MEMORY_TYPE && view.content().is_some() {
-                index_view(&mut ix, &view, MEMORY_BUCKET, memory_seq)?;
+                index_view(&mut ix, &view, MEMORY_BUCKET, memory_seq);
                 memory_seq += 1;
             }
         }
@@ -278,7 +276,7 @@ impl Mnem {
         while same < old.len() && same < kept.len() {
             let bytes = self.store.get_episode_raw(w.pending.snapshot(), w.pending.prefix(), &old[same].0)?;
             let unchanged = match &bytes {
-                Some(b) => same_event(&RecordView::parse(old[same].0, b)?, &kept[same], w.now),
+                Some(b) => same_event(&RecordView::parse(old[same].0, b)?, &kept[same]),
                 None => false,
             };
             if !unchanged {
@@ -300,7 +298,7 @@ impl Mnem {
         w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
         w.commit()?;
         for &(id, _) in &old[same..] {
-            ix.remove(&id);
+            ix.remove(bucket.position, &id);
         }
         for (ev, (id, seq)) in kept[same..].iter().zip(added) {
             ix.insert(id, bucket.position, seq, ev.id.clone(), &ev.text, None);
@@ -327,11 +325,8 @@ impl Mnem {
         let mut w = AdkWrite::new(self, ns);
         let mut bucket = w.bucket(session_id)?;
         let now = w.now;
-        let mut seen: HashSet<String> = ix
-            .bucket(bucket.position)
-            .filter(|e| e.expires_at_ms.is_none_or(|x| now < x))
-            .map(|e| e.memory_id.clone())
-            .collect();
+        let mut seen: HashSet<String> =
+            ix.bucket(bucket.position).filter(|e| e.visible(now)).map(|e| e.memory_id.clone()).collect();
         let mut added = Vec::new();
         for ev in &events {
             if seen.contains(&ev.id) || w.is_tombstoned(&ev.id)? {
@@ -365,25 +360,18 @@ impl Mnem {
         let mut ix = ix.write();
         let mut w = AdkWrite::new(self, ns);
         let targets = ix.find_memory_id(memory_id);
-        for id in &targets {
-            w.pending.tombstone(id, w.now)?;
-        }
-        let positions: Vec<(u32, u64)> = targets
-            .iter()
-            .filter_map(|id| {
-                let e = ix_entry(&ix, id)?;
-                (e.0 != MEMORY_BUCKET).then_some(e)
-            })
-            .collect();
-        for (bucket, seq) in positions {
-            w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket, seq));
+        for &(id, bucket, seq) in &targets {
+            w.pending.tombstone(&id, w.now)?;
+            if bucket != MEMORY_BUCKET {
+                w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket, seq));
+            }
         }
         if !targets.is_empty() {
             w.adk_put(adk_tag::TOMBSTONE, memory_id.as_bytes(), &[]);
         }
         w.commit()?;
-        for id in &targets {
-            ix.remove(id);
+        for (id, bucket, _) in &targets {
+            ix.remove(*bucket, id);
         }
         Ok(targets.len() as u64)
     }
@@ -398,12 +386,7 @@ impl Mnem {
         let Some(v) = self.store.get_cf(&snap, CF_ADK, &key)? else { return Ok(None) };
         let b = decode_bucket(&v)?;
         let now = now_ms();
-        Ok(Some(
-            ix.bucket(b.position)
-                .filter(|e| e.expires_at_ms.is_none_or(|x| now < x))
-                .map(|e| e.memory_id.clone())
-                .collect(),
-        ))
+        Ok(Some(ix.bucket(b.position).filter(|e| e.visible(now)).map(|e| e.memory_id.clone()).collect()))
     }
 
     /// `search_memory`: ADK's `SearchMemoryResponse` as JSON.
@@ -441,15 +424,10 @@ impl Mnem {
     }
 }
 
-fn ix_entry(ix: &AdkIndex, id: &Uuid) -> Option<(u32, u64)> {
-    ix.find_uuid(id).map(|e| (e.bucket, e.seq))
-}
-
 /// Index one stored episode: its ADK text is the text of its content's parts.
-fn index_view(ix: &mut AdkIndex, view: &RecordView<'_>, bucket: u32, seq: u64) -> Result<()> {
+fn index_view(ix: &mut AdkIndex, view: &RecordView<'_>, bucket: u32, seq: u64) {
     // Content that is not an ADK `Content` (a caller's own `memory` episode) has no ADK text.
     let text = view.content().and_then(|c| event::content_text(c).ok().flatten()).unwrap_or_default();
     let memory_id = view.event_id().map_or_else(|| view.id.to_string(), str::to_owned);
     ix.insert(view.id, bucket, seq, memory_id, &text, view.expires_at_ms());
-    Ok(())
 }
