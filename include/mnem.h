@@ -13,7 +13,8 @@
  *    MNEM_STATUS_BUFFER_TOO_SMALL `*out_len` is the exact size needed and `out` is untouched:
  *    grow the buffer and call again (every call with an output buffer is a read). On any
  *    other status `*out_len` is 0. `out` may be NULL only when `out_cap` is 0.
- *  - Batches are JSON Lines (one object per line; blank lines are skipped). A batch is
+ *  - Batches are JSON Lines (one value per line; lines of only spaces, tabs and CR are
+ *    skipped, and bindings count lines by that rule). A batch is
  *    validated whole, then committed in one atomic write: one bad line rejects the batch
  *    with MNEM_STATUS_INVALID_ARGUMENT naming the line, and nothing is written.
  *    Unknown keys in objects mnem defines (options, queries, episodes) are errors; unknown

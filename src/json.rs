@@ -109,11 +109,13 @@ impl<'a> Fields<'a> {
 }
 
 /// Iterate the non-blank lines of a JSON Lines buffer with their 1-based line numbers.
+/// Blank means JSON whitespace only (space, tab, CR): bindings count lines by the same
+/// rule to size `mnem_put_episodes`' id buffer, so it must not depend on Unicode tables.
 pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.split('\n')
         .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
-        .filter(|(_, l)| !l.trim().is_empty())
+        .filter(|(_, l)| !l.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')))
+        .map(|(i, l)| (i + 1, l))
 }
 
 pub fn push_str(out: &mut Vec<u8>, s: &str) {
@@ -160,7 +162,7 @@ mod tests {
 
     #[test]
     fn lines_skip_blank_and_number_from_one() {
-        let v: Vec<_> = lines("a\n\n b\r\n").collect();
-        assert_eq!(v, vec![(1, "a"), (3, " b")]);
+        let v: Vec<_> = lines("a\n\n b\r\n \t\r\n\u{3000}").collect();
+        assert_eq!(v, vec![(1, "a"), (3, " b\r"), (5, "\u{3000}")], "only JSON whitespace is blank");
     }
 }

@@ -161,7 +161,7 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& cp) {
   return true;
 }
 
-/// Unicode White_Space (what Rust's str::trim removes).
+/// Unicode White_Space (what Rust's str::trim removes): hybrid search's blank-text rule.
 inline bool is_white_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
@@ -181,12 +181,12 @@ inline TextKind classify(std::string_view s) {
 }
 
 /// Records in a JSON Lines buffer, counted as the library counts them: split on
-/// '\n', whitespace-only lines skipped (they get no id slot).
+/// '\n', lines of only spaces, tabs and CR skipped (they get no id slot).
 inline std::size_t count_lines(std::string_view s) {
   std::size_t n = 0;
   for (;;) {
     std::size_t nl = s.find('\n');
-    if (classify(s.substr(0, nl)) != TextKind::blank) ++n;
+    if (s.substr(0, nl).find_first_not_of(" \t\r") != std::string_view::npos) ++n;
     if (nl == std::string_view::npos) return n;
     s.remove_prefix(nl + 1);
   }

@@ -127,7 +127,8 @@ func (s *Store) PutEpisodesJSONL(app, user string, jsonl []byte) ([]string, erro
 func countLines(b []byte) int {
 	n := 0
 	for _, l := range bytes.Split(b, []byte{'\n'}) {
-		if len(bytes.TrimSpace(l)) > 0 {
+		// The core's blank-line rule: JSON whitespace only.
+		if len(bytes.Trim(l, " \t\r")) > 0 {
 			n++
 		}
 	}

@@ -186,7 +186,7 @@ class Store:
     def put_episodes(self, app, user, episodes) -> list[uuid.UUID]:
         """Inserts or updates episodes (dicts, JSON lines, or a JSONL buffer); returns their ids in line order."""
         data = _jsonl(episodes)
-        count = sum(1 for line in data.split(b"\n") if line.strip())
+        count = sum(1 for line in data.split(b"\n") if line.strip(b" \t\r"))  # the core's blank-line rule
         buf = (ctypes.c_uint8 * max(16 * count, 1))()
         self._call(self._lib.mnem_put_episodes, L.mstr(app), L.mstr(user), L.mstr(data), buf, 16 * count)
         raw = bytes(buf)
