@@ -1,5 +1,8 @@
-//! google-adk's own unit tests for `InMemoryMemoryService` (reference §2), ported, plus the
-//! 2.13.0 behaviours the reference page lists (tombstones, bucket order, batch atomicity).
+//! google-adk 2.13.0's unit tests for `InMemoryMemoryService`
+//! (`tests/unittests/memory/test_in_memory_memory_service.py`), ported as `tNN_`, plus the
+//! 2.13.0 behaviours those tests leave out (tombstones, bucket order, batch atomicity). Where
+//! an ADK test inspects the service's private dict, the port asserts what that dict implies
+//! for search; every expectation was confirmed by running google-adk 2.13.0.
 
 use mnem::{Mnem, Namespace, OpenOptions, Status};
 use serde_json::{json, Value};
@@ -79,14 +82,36 @@ fn t03_add_events_without_session_id_uses_default_bucket() {
     m.add_events(&ns(USER), "", &a, "").unwrap();
     assert_eq!(ids(&m, USER, mnem::adk::UNKNOWN_SESSION_ID).unwrap(), ["event-1a"]);
     assert_eq!(ids(&m, USER, ""), None, "the empty id is not a bucket of its own");
+    // One bucket whichever way it is named: ids deduplicate across the spellings, and it
+    // keeps the position it got first (before `other`).
+    m.add_session(&ns(USER), "other", &ev("o", "user", 1.0, Some("toolkit o"))).unwrap();
+    let dup_and_new =
+        lines(&[ev("event-1a", "user", 2.0, Some("toolkit dup")), ev("c", "user", 3.0, Some("toolkit c"))]);
+    assert_eq!(m.add_events(&ns(USER), "", &dup_and_new, "").unwrap(), 1);
+    let d = ev("d", "user", 3.0, Some("toolkit d"));
+    assert_eq!(m.add_events(&ns(USER), mnem::adk::UNKNOWN_SESSION_ID, &d, "").unwrap(), 1);
+    let order =
+        |m: &Mnem| search(m, USER, "toolkit").iter().map(|r| r["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(order(&m), ["event-1a", "c", "d", "o"]);
+    assert_eq!(texts(&search(&m, USER, "dup")), Vec::<String>::new(), "first write wins");
+    // A session named like the default bucket replaces it, in place.
+    m.add_session(&ns(USER), mnem::adk::UNKNOWN_SESSION_ID, &ev("z", "user", 4.0, Some("toolkit z"))).unwrap();
+    assert_eq!(order(&m), ["z", "o"]);
 }
 
 #[test]
-fn t04_add_events_alias_is_supported() {
-    // Python accepts `add_events_to_memory` by keyword alias; the C ABI has one name.
-    let m = mem();
-    m.add_events(&ns(USER), "session-1", &ev("event-1a", "user", 1.0, Some("x")), "{}").unwrap();
-    assert_eq!(ids(&m, USER, "session-1").unwrap(), ["event-1a"]);
+fn t04_add_events_stores_what_add_session_stores() {
+    // ADK's test 4 repeats test 2 under the name of a compatibility alias, which the C ABI
+    // does not have. What it guards here: a delta into an empty bucket stores the same events,
+    // in the same order and with the same fields, as adding the whole session.
+    let (a, b) = (mem(), mem());
+    a.add_session(&ns(USER), "session-1", &session1()).unwrap();
+    assert_eq!(b.add_events(&ns(USER), "session-1", &session1(), "{}").unwrap(), 2);
+    assert_eq!(ids(&a, USER, "session-1"), ids(&b, USER, "session-1"));
+    for q in ["ADK", "toolkit", "agent development", "great rocks"] {
+        assert_eq!(a.search(&ns(USER), q).unwrap(), b.search(&ns(USER), q).unwrap(), "{q}");
+    }
+    assert_eq!(search(&b, USER, "ADK").len(), 2);
 }
 
 #[test]
@@ -118,6 +143,15 @@ fn t07_add_session_with_no_events() {
     let m = mem();
     assert_eq!(m.add_session(&ns(USER), "session-4", "").unwrap(), 0);
     assert_eq!(ids(&m, USER, "session-4").unwrap(), Vec::<String>::new());
+    // The empty bucket holds its place: events added to it later rank before later sessions'.
+    m.add_session(&ns(USER), "session-1", &ev("a", "user", 1.0, Some("tea one"))).unwrap();
+    m.add_events(&ns(USER), "session-4", &ev("b", "user", 2.0, Some("tea two")), "").unwrap();
+    let order =
+        |m: &Mnem| search(m, USER, "tea").iter().map(|r| r["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(order(&m), ["b", "a"]);
+    // And an empty session empties its bucket.
+    assert_eq!(m.add_session(&ns(USER), "session-1", "").unwrap(), 0);
+    assert_eq!(order(&m), ["b"]);
 }
 
 #[test]
@@ -245,8 +279,8 @@ fn t17_thread_safe_against_concurrent_writes() {
     for i in 0..50 {
         m.add_session(
             &ns(USER),
-            &format!("seed-{i}"),
-            &ev(&format!("e{i}"), "user", 1.0, Some(&format!("fact about seed-{i}"))),
+            &format!("early-{i}"),
+            &ev(&format!("e{i}"), "user", 1.0, Some(&format!("fact about early-{i}"))),
         )
         .unwrap();
     }
@@ -266,36 +300,76 @@ fn t17_thread_safe_against_concurrent_writes() {
             });
         }
     });
-    // Ties keep insertion order: the seeds came first.
+    // Ties keep insertion order: the early sessions came first.
     assert_eq!(search(&m, USER, "fact")[0]["id"], "e0");
 }
 
 #[test]
 fn t18_ingested_memories_do_not_follow_caller_mutations() {
+    // ADK mutates the caller's event after ingesting it. Here the caller's buffer is changed
+    // in place and then sent again, as ADK would see the mutated event: a delta to the same
+    // session changes nothing (first write wins); elsewhere it is a new memory; re-adding the
+    // session replaces the bucket.
     for via_session in [true, false] {
         let m = mem();
-        let mut line = ev("j", "user", 1.0, Some("I prefer jasmine tea."));
+        let mut line = ev("jasmine", "user", 1.0, Some("I prefer jasmine tea."));
         if via_session {
-            m.add_session(&ns(USER), "s", &line).unwrap();
+            m.add_session(&ns(USER), "tea", &line).unwrap();
         } else {
-            m.add_events(&ns(USER), "s", &line, "").unwrap();
+            m.add_events(&ns(USER), "tea", &line, "").unwrap();
         }
-        line = line.replace("jasmine", "green").replace("\"user\"", "\"model\"");
-        assert!(line.contains("green"));
-        let r = search(&m, USER, "jasmine");
-        assert_eq!(r.len(), 1);
-        assert_eq!(r[0]["author"], "user");
-        assert_eq!(texts(&r), ["I prefer jasmine tea."]);
+        let at = line.find("jasmine tea").unwrap();
+        line.replace_range(at..at + 7, "oolong");
+        let at = line.find(r#""author":"user""#).unwrap();
+        line.replace_range(at..at + 15, r#""author":"mutated""#);
+        let original = |m: &Mnem| {
+            let r = search(m, USER, "jasmine");
+            assert_eq!(texts(&r), ["I prefer jasmine tea."], "via_session {via_session}");
+            assert_eq!(r[0]["author"], "user");
+        };
+        original(&m);
+        assert_eq!(m.add_events(&ns(USER), "tea", &line, "").unwrap(), 0);
+        original(&m);
+        assert!(search(&m, USER, "oolong").is_empty());
+        assert_eq!(m.add_events(&ns(USER), "", &line, "").unwrap(), 1);
+        original(&m);
+        let r = search(&m, USER, "oolong");
+        assert_eq!((texts(&r), &r[0]["author"]), (vec!["I prefer oolong tea.".to_string()], &json!("mutated")));
+        m.add_session(&ns(USER), "tea", &line).unwrap();
+        assert!(search(&m, USER, "jasmine").is_empty());
+        assert_eq!(search(&m, USER, "oolong").len(), 2);
     }
 }
 
 #[test]
 fn t19_retrieved_memories_do_not_mutate_storage() {
-    let m = mem();
-    m.add_session(&ns(USER), "s", &ev("j", "user", 1.0, Some("I prefer jasmine tea."))).unwrap();
-    let mut first = search(&m, USER, "jasmine");
-    first[0]["content"]["parts"] = json!([]);
-    assert_eq!(texts(&search(&m, USER, "jasmine")), ["I prefer jasmine tea."]);
+    // ADK clears the parts of a returned memory and searches again. Here the returned memory,
+    // changed, goes back in as an event of the same session: emptied (no parts: ignored, as
+    // ADK ignores it) or edited (a known id: first write wins). Storage keeps the original.
+    for via_session in [true, false] {
+        let m = mem();
+        let line = ev("jasmine", "user", 1.0, Some("I prefer jasmine tea."));
+        if via_session {
+            m.add_session(&ns(USER), "tea", &line).unwrap();
+        } else {
+            m.add_events(&ns(USER), "tea", &line, "").unwrap();
+        }
+        let returned = |m: &Mnem| search(m, USER, "jasmine").remove(0);
+        let as_event = |mem: &Value, author: &str| {
+            json!({"id": mem["id"], "author": author, "timestamp": 1.0, "content": mem["content"]}).to_string()
+        };
+        let mut emptied = returned(&m);
+        emptied["content"]["parts"] = json!([]);
+        assert_eq!(m.add_events(&ns(USER), "tea", &as_event(&emptied, "user"), "").unwrap(), 0);
+        let mut edited = returned(&m);
+        edited["content"]["parts"][0]["text"] = json!("I prefer oolong tea.");
+        assert_eq!(m.add_events(&ns(USER), "tea", &as_event(&edited, "model"), "").unwrap(), 0);
+        let r = search(&m, USER, "jasmine");
+        assert_eq!(texts(&r), ["I prefer jasmine tea."], "via_session {via_session}");
+        assert_eq!(r[0]["author"], "user");
+        assert!(search(&m, USER, "oolong").is_empty());
+        assert_eq!(ids(&m, USER, "tea").unwrap(), ["jasmine"]);
+    }
 }
 
 #[test]

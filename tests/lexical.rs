@@ -1,5 +1,7 @@
 //! BM25 keyword search and the bounded lexical page, checked against an independent oracle:
-//! the contract's formula computed here from scratch over the records the test wrote.
+//! BM25 in f64 with k1 1.2 and b 0.75 (`include/mnem.h`) and idf `ln(1 + (N - df + 0.5) /
+//! (df + 0.5))` (`src/lexical/bm25.rs`), computed here from scratch over the records the test
+//! wrote.
 
 use mnem::{EpisodeInput, Expiry, KeywordQuery, LexicalQuery, Mnem, Namespace, OpenOptions, Status};
 use std::collections::{BTreeMap, HashMap};
@@ -85,7 +87,7 @@ struct Doc {
     visible: bool,
 }
 
-/// BM25 from the contract, over `docs` (already filtered to the corpus).
+/// BM25 over `docs` (already filtered to the corpus), from scratch.
 fn oracle(docs: &BTreeMap<Uuid, Doc>, query: &str) -> Vec<(Uuid, f64)> {
     let mut terms: Vec<String> = Vec::new();
     for t in oracle_tokens(query) {
@@ -299,7 +301,11 @@ fn paging_visits_every_record_once_with_window_statistics() {
             }
             seen += page.scanned_records as usize;
             pages += 1;
-            assert_eq!(page.exhaustive, after.is_none() && page.next_after.is_none(), "the seed's rule");
+            assert_eq!(
+                page.exhaustive,
+                after.is_none() && page.next_after.is_none(),
+                "exhaustive only for a first page that visited everything"
+            );
             match page.next_after {
                 Some(n) => {
                     assert_eq!(n, all[seen - 1], "next_after is the last visited record");
@@ -314,7 +320,7 @@ fn paging_visits_every_record_once_with_window_statistics() {
 }
 
 #[test]
-fn byte_budget_pages_and_rejects_budgets_that_cannot_progress() {
+fn byte_budgets_that_cannot_fit_the_first_record_are_rejected() {
     let m = mem();
     let ns = Namespace::new("app", "u");
     corpus(&m, &ns, 3, 60);
@@ -323,14 +329,109 @@ fn byte_budget_pages_and_rejects_budgets_that_cannot_progress() {
     let e = m.search_memory_lexical(&ns, &q).unwrap_err();
     assert_eq!(e.status, Status::InvalidArgument);
     assert!(e.message.contains("scan_bytes_limit"), "{}", e.message);
-    q.scan_bytes_limit = 2000;
-    let page = m.search_memory_lexical(&ns, &q).unwrap();
-    assert!(page.scanned_bytes <= 2000 && page.scanned_records > 0 && page.next_after.is_some());
-    assert!(!page.exhaustive);
-    q.scan_bytes_limit = 64 << 20;
-    let full = m.search_memory_lexical(&ns, &q).unwrap();
-    assert!(full.exhaustive);
-    assert!(full.scanned_bytes > page.scanned_bytes);
+}
+
+/// Each record's stored size, in UUID order: one-record pages report it as `scanned_bytes`;
+/// for visible records it must equal the size of the record's encoding.
+fn stored_sizes(m: &Mnem, ns: &Namespace, all: &[Uuid]) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut after = None;
+    for (i, id) in all.iter().enumerate() {
+        let mut q = LexicalQuery::new("tea");
+        q.scan_limit = 1;
+        q.after = after;
+        let page = m.search_memory_lexical(ns, &q).unwrap();
+        assert_eq!(page.scanned_records, 1);
+        assert_eq!(page.next_after, (i + 1 < all.len()).then_some(*id));
+        if let Some(e) = m.get_episode(ns, id).unwrap() {
+            assert_eq!(page.scanned_bytes, e.encoded_len() as u64, "record {i}");
+        }
+        sizes.push(page.scanned_bytes);
+        after = Some(*id);
+    }
+    sizes
+}
+
+/// The records a page starting at `start` visits under both budgets: as many as fit, or
+/// None when the first one does not fit the byte budget.
+fn budget_window(sizes: &[u64], start: usize, records: usize, bytes: u64) -> Option<usize> {
+    let mut used = 0;
+    let mut n = 0;
+    while start + n < sizes.len() && n < records && used + sizes[start + n] <= bytes {
+        used += sizes[start + n];
+        n += 1;
+    }
+    (n > 0 || start == sizes.len()).then_some(n)
+}
+
+#[test]
+fn byte_budget_pages_stop_where_the_budget_says() {
+    let m = mem();
+    let ns = Namespace::new("app", "u");
+    let docs = corpus(&m, &ns, 3, 60);
+    let all: Vec<Uuid> = docs.keys().copied().collect();
+    let sizes = stored_sizes(&m, &ns, &all);
+    assert!(sizes.iter().min() < sizes.iter().max(), "records of different sizes");
+    let total: u64 = sizes.iter().sum();
+    let largest = *sizes.iter().max().unwrap();
+    let prefix = |k: usize| sizes[..k].iter().sum::<u64>();
+    let text = "tea coffee the";
+    let mut budgets: Vec<(usize, u64)> = vec![
+        (10_000, largest),
+        (10_000, largest + 1),
+        (10_000, prefix(7)),
+        (10_000, prefix(7) - 1),
+        (10_000, prefix(7) + 1),
+        (10_000, total / 3),
+        (10_000, total - 1),
+        (10_000, total),
+        (4, total / 3),
+        (50, prefix(20)),
+    ];
+    // Budgets that fit the first record but not some later one: paging stops with an error there.
+    budgets.push((10_000, sizes[0].max(sizes[1])));
+    for (records, bytes) in budgets {
+        let what = format!("scan_limit {records}, scan_bytes_limit {bytes}");
+        let mut start = 0;
+        let mut after = None;
+        let mut visited = Vec::new();
+        loop {
+            let mut q = LexicalQuery::new(text);
+            q.limit = 100;
+            q.after = after;
+            q.scan_limit = records;
+            q.scan_bytes_limit = bytes as usize;
+            let got = m.search_memory_lexical(&ns, &q);
+            let Some(n) = budget_window(&sizes, start, records, bytes) else {
+                let e = got.unwrap_err();
+                assert_eq!(e.status, Status::InvalidArgument, "{what}");
+                assert!(e.message.contains("scan_bytes_limit"), "{what}: {}", e.message);
+                break;
+            };
+            let page = got.unwrap();
+            let window = &all[start..start + n];
+            assert_eq!(page.scanned_records, n as u64, "{what}: page at {start}");
+            assert_eq!(page.scanned_bytes, sizes[start..start + n].iter().sum::<u64>(), "{what}");
+            let more = start + n < all.len();
+            assert_eq!(page.next_after, more.then(|| *window.last().unwrap()), "{what}");
+            assert_eq!(page.exhaustive, start == 0 && !more, "{what}");
+            let wdocs: BTreeMap<Uuid, Doc> = window.iter().map(|id| (*id, docs[id].clone())).collect();
+            let corpus = filtered(&wdocs, None, None);
+            assert_eq!(page.corpus_records, corpus.len() as u64, "{what}");
+            let want = if corpus.is_empty() { Vec::new() } else { oracle(&corpus, text) };
+            assert_eq!(page.matched_records, want.len() as u64, "{what}");
+            assert_same(&scored(page.hits), &want[..want.len().min(100)], &what);
+            visited.extend_from_slice(window);
+            start += n;
+            match page.next_after {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        if budget_window(&sizes, 0, records, bytes).is_some() && bytes >= largest {
+            assert_eq!(visited, all, "{what}: every record once, in order");
+        }
+    }
 }
 
 #[test]
@@ -367,10 +468,8 @@ fn kw(m: &Mnem, ns: &Namespace, q: &str) -> Vec<(Uuid, f64)> {
     scored(m.keyword_search(ns, &KeywordQuery::new(q)).unwrap())
 }
 
-// The seed's seven behaviours.
-
 #[test]
-fn seed_1_ranking_prefers_more_and_rarer_matches() {
+fn ranking_prefers_more_and_rarer_matches() {
     let m = mem();
     let ns = Namespace::new("a", "u");
     let ids = put(
@@ -384,7 +483,7 @@ fn seed_1_ranking_prefers_more_and_rarer_matches() {
 }
 
 #[test]
-fn seed_2_corpus_order_does_not_change_scores() {
+fn corpus_order_does_not_change_scores() {
     let texts = [("alpha beta", "", ""), ("beta gamma gamma", "", ""), ("gamma delta", "", "x"), ("alpha", "", "")];
     let score_map = |order: &[usize]| {
         let m = mem();
@@ -400,7 +499,7 @@ fn seed_2_corpus_order_does_not_change_scores() {
 }
 
 #[test]
-fn seed_3_query_terms_are_deduplicated() {
+fn query_terms_are_deduplicated() {
     let m = mem();
     let ns = Namespace::new("a", "u");
     put(&m, &ns, &[("tea time", "", ""), ("coffee", "", "")]);
@@ -408,7 +507,7 @@ fn seed_3_query_terms_are_deduplicated() {
 }
 
 #[test]
-fn seed_4_unicode_and_context_matching() {
+fn unicode_case_folding_and_context_matching() {
     let m = mem();
     let ns = Namespace::new("a", "u");
     let ids = put(&m, &ns, &[("", "", "ÉCOLE normale"), ("ΟΔΟΣ", "", ""), ("", "東京タワー", ""), ("ecole", "", "")]);
@@ -420,7 +519,7 @@ fn seed_4_unicode_and_context_matching() {
 }
 
 #[test]
-fn seed_5_deleted_and_expired_records_are_invisible_and_uncounted() {
+fn deleted_and_expired_records_are_invisible_and_uncounted() {
     let m = mem();
     let ns = Namespace::new("a", "u");
     let ids = put(&m, &ns, &[("tea", "", ""), ("tea tea", "", ""), ("coffee", "", "")]);
@@ -437,7 +536,7 @@ fn seed_5_deleted_and_expired_records_are_invisible_and_uncounted() {
 }
 
 #[test]
-fn seed_6_the_formula_by_hand() {
+fn bm25_score_computed_by_hand() {
     let m = mem();
     let ns = Namespace::new("a", "u");
     let ids = put(&m, &ns, &[("tea tea coffee", "", ""), ("milk", "", "")]);
@@ -450,7 +549,7 @@ fn seed_6_the_formula_by_hand() {
 }
 
 #[test]
-fn seed_7_equal_scores_order_by_uuid() {
+fn equal_scores_order_by_uuid() {
     let m = mem();
     let ns = Namespace::new("a", "u");
     let ids: Vec<Uuid> = (0..5).map(|i| Uuid::from_u128(0xffff - i)).collect();

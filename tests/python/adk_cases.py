@@ -14,7 +14,8 @@ def text_event(eid, *texts, ts=1700000000.0, author="user", role="user", thought
     return Event(id=eid, author=author, timestamp=ts, content=types.Content(role=role, parts=parts))
 
 
-# Texts that exercise ADK's tokenizer (see shared/reference/adk-memory.md 1.2).
+# Texts that exercise ADK's tokenizer: NFC, Python's \w, per-token lowercasing, Latin/non-Latin
+# runs of non-ASCII tokens (src/adk/tokenizer.rs describes the rules).
 EDGE_TEXTS = [
     "İstanbul'da buluşalım, Istanbul ist schön",
     "Hauptstraße 5, Straße, STRASSE und ẞ groß",
@@ -68,7 +69,7 @@ EDGE_TIMESTAMPS = [
     -820000000.25, -2500000000.0, 100000000.0, 1300000000.75, 12345,
 ]
 
-# Queries aimed at the edge texts (tokenizer quirks documented by the reference).
+# Queries aimed at the edge texts (quirks of ADK's tokenizer).
 EDGE_QUERIES = [
     "", " ", "   \t\n", "...", "?!", "—", "¿¡", "\x00", "a\x00b", "\u0307", "\u0301", "\u200d",
     "İstanbul", "istanbul", "stanbul", "ISTANBUL", "i", "ı", "İ", "I", "buluşalım", "schön",

@@ -4,7 +4,7 @@ The same scripted sequence of writes goes into both; then hundreds of queries mu
 same memories (id, author, timestamp, content, custom_metadata) in the same order, under two
 time zones, from a directory store before and after reopening, and from a ":memory:" store.
 
-Env: MNEM_SHARED (path of shared/), MNEM_DIFF_N (corpus size, default 2500), MNEM_DIFF_SEED.
+The corpus comes from bench/corpus.py. Env: MNEM_DIFF_N (corpus size, default 2500), MNEM_DIFF_SEED.
 """
 import asyncio
 import json
@@ -26,8 +26,7 @@ from google.genai import types
 from adk_cases import EDGE_QUERIES, edge_events
 from mnem.adk import MnemMemoryService
 
-SHARED = Path(os.environ.get("MNEM_SHARED") or Path(__file__).resolve().parent / ".." / ".." / ".." / "shared")
-CORPUS_PY = SHARED / "bench" / "corpus.py"
+CORPUS_PY = Path(__file__).resolve().parents[2] / "bench" / "corpus.py"
 N = int(os.environ.get("MNEM_DIFF_N", "2500"))
 SEED = int(os.environ.get("MNEM_DIFF_SEED", "20240613"))
 
@@ -48,7 +47,7 @@ run = asyncio.run
 
 
 def load_corpus():
-    assert CORPUS_PY.is_file(), f"{CORPUS_PY} missing (set MNEM_SHARED)"
+    assert CORPUS_PY.is_file(), f"{CORPUS_PY} missing"
     out = subprocess.run([sys.executable, str(CORPUS_PY), str(N), str(SEED)], check=True, capture_output=True,
                          text=True, encoding="utf-8").stdout
     sessions = OrderedDict()
@@ -335,7 +334,7 @@ class World:
         self.mnem = MnemMemoryService(self.path)
         self.mem = MnemMemoryService(":memory:")
         self.checkpoint_failures = []
-        self.expected = {}  # (ns, query) -> reference entries, at the final state, TZ=Asia/Kolkata
+        self.expected = {}  # (ns, query) -> ADK's entries, at the final state, TZ=Asia/Kolkata
         self.timings = {}
 
     def workload(self):
@@ -387,7 +386,7 @@ class World:
         t0 = time.perf_counter()
         for ns, q in self.workload():
             self.expected[(ns, q)] = await self.ref_search(ns, q)
-        self.timings["reference queries"] = time.perf_counter() - t0
+        self.timings["ADK queries"] = time.perf_counter() - t0
 
 
 @pytest.fixture(scope="module")
@@ -435,7 +434,7 @@ def test_same_results_after_reopen(world):
 
 @pytest.mark.parametrize("zone,offset", [("America/New_York", -18000), ("Pacific/Chatham", 45900)])
 def test_same_results_in_another_time_zone(world, zone, offset):
-    # The reference re-runs here, so only part of the workload: corpus queries and the edge
+    # ADK re-runs here, so only part of the workload: corpus queries and the edge
     # queries (whose events carry the odd timestamps: DST edges, 1890, 1944, year 3000).
     corpus = [p for p in world.workload() if world.expected[p]][:80]
     edge = [(NS, q) for q in EDGE_QUERIES if world.expected.get((NS, q))]
@@ -445,7 +444,7 @@ def test_same_results_in_another_time_zone(world, zone, offset):
     try:
         assert time.localtime(0).tm_gmtoff == offset, f"{zone} did not take effect"
         expected = {p: run(world.ref_search(*p)) for p in pairs}
-        # The zone must actually change the reference's output, or this test proves nothing.
+        # The zone must actually change ADK's output, or this test proves nothing.
         assert any(expected[p] != world.expected[p] for p in pairs)
         _check(world, world.mnem, f"dir store, TZ={zone}", expected, pairs)
         _check(world, world.mem, f":memory: store, TZ={zone}", expected, pairs)

@@ -1,7 +1,9 @@
 """ADK's own InMemoryMemoryService unit tests (google-adk tests/unittests/memory/
 test_in_memory_memory_service.py), ported to the search-visible API and run against
 MnemMemoryService. Each test also runs against ADK's service, which proves the ported
-expectations are the reference's. Then mnem-only behaviour: add_memory, persistence.
+expectations are ADK's; where ADK's test inspects the service's private dict, the port drives
+both services through the same calls in one test and compares every answer. Then mnem-only
+behaviour: add_memory, persistence.
 """
 import asyncio
 import threading
@@ -79,6 +81,25 @@ def add_events(svc, events, session_id=None, **kw):
     asyncio.run(svc.add_events_to_memory(app_name=APP, user_id=USER, events=events, session_id=session_id, **kw))
 
 
+def answers(svc, query):
+    """Everything a caller sees of a search: ids, authors, timestamps, contents, metadata."""
+    return [m.model_dump() for m in search(svc, query)]
+
+
+@pytest.fixture
+def both():
+    """ADK's service and mnem's, to drive through the same calls and compare."""
+    svc = MnemMemoryService()
+    yield InMemoryMemoryService(), svc
+    svc.close()
+
+
+def same_answers(pair, *queries):
+    adk, mnem = pair
+    for q in queries:
+        assert answers(mnem, q) == answers(adk, q), q
+
+
 def test_is_a_base_memory_service():
     svc = MnemMemoryService()
     assert isinstance(svc, BaseMemoryService)
@@ -98,10 +119,25 @@ def test_add_events_to_memory_with_explicit_events(service):
     assert ids(service, "the") == ["event-1a"]
 
 
-# 3
-def test_add_events_to_memory_without_session_id_uses_default_bucket(service):
-    add_events(service, [session_1().events[0]])
-    assert ids(service, "toolkit") == ["event-1a"]
+# 3: ADK asserts the user has exactly one bucket, holding event-1a. Its observable rules: the
+# omitted id, "" and "__unknown_session_id__" name that one bucket (ids deduplicate across the
+# spellings), it ranks by the position it got first, and a session of that name replaces it.
+def test_add_events_to_memory_without_session_id_uses_default_bucket(both):
+    for svc in both:
+        add_events(svc, [session_1().events[0]])
+        assert ids(svc, "toolkit") == ["event-1a"]
+        add_session(svc, Session(app_name=APP, user_id=USER, id="other", last_update_time=1,
+                                 events=[mk_event("o", "toolkit o", 1)]))
+        add_events(svc, [mk_event("event-1a", "toolkit dup", 2), mk_event("c", "toolkit c", 3)], session_id="")
+        add_events(svc, [mk_event("d", "toolkit d", 4)], session_id="__unknown_session_id__")
+        assert ids(svc, "toolkit") == ["event-1a", "c", "d", "o"]
+        assert search(svc, "dup") == []
+    same_answers(both, "toolkit", "dup", "toolkit c")
+    for svc in both:
+        add_session(svc, Session(app_name=APP, user_id=USER, id="__unknown_session_id__", last_update_time=1,
+                                 events=[mk_event("z", "toolkit z", 5)]))
+        assert ids(svc, "toolkit") == ["z", "o"]
+    same_answers(both, "toolkit", "dup")
 
 
 # 5
@@ -121,10 +157,20 @@ def test_add_events_to_memory_deduplicates_event_ids(service):
     assert m.content.parts[0].text == "The ADK is a great toolkit."
 
 
-# 7
-def test_add_session_with_no_events_to_memory(service):
-    add_session(service, session_no_events())
-    assert search(service, "anything") == []
+# 7: ADK asserts the session's bucket exists and is empty. Observable: it holds its position
+# (events added to it later rank before a later session's), and adding a session without
+# events empties that session's bucket.
+def test_add_session_with_no_events_to_memory(both):
+    for svc in both:
+        add_session(svc, session_no_events())
+        add_session(svc, session_1())
+        add_events(svc, [mk_event("event-4a", "The ADK, later", 5)], session_id="session-4")
+        assert ids(svc, "ADK") == ["event-4a", "event-1a", "event-1c"]
+    same_answers(both, "ADK", "later", "toolkit")
+    for svc in both:
+        add_session(svc, Session(app_name=APP, user_id=USER, id="session-1", last_update_time=2, events=[]))
+        assert ids(svc, "ADK") == ["event-4a"]
+    same_answers(both, "ADK", "toolkit")
 
 
 # 8
@@ -236,8 +282,8 @@ def test_search_memory_returns_at_most_ten_memories(service):
 # 17
 def test_search_memory_is_thread_safe_against_concurrent_writes(service):
     for i in range(50):
-        add_session(service, Session(app_name=APP, user_id=USER, id=f"seed-{i}", last_update_time=i,
-                                     events=[mk_event(f"seed-{i}", f"fact about seed-{i}", i)]))
+        add_session(service, Session(app_name=APP, user_id=USER, id=f"early-{i}", last_update_time=i,
+                                     events=[mk_event(f"early-{i}", f"fact about early-{i}", i)]))
     errors = []
 
     def writer():
@@ -280,10 +326,26 @@ def test_ingested_memories_do_not_follow_caller_event_mutations(service, ingest_
         add_events(service, [event], session_id="tea")
     event.author = "mutated"
     event.content.parts[0].text = "I prefer oolong tea."
-    result = search(service, "jasmine")
-    assert len(result) == 1
-    assert result[0].author == "user"
-    assert result[0].content.parts[0].text == "I prefer jasmine tea."
+
+    def unchanged():
+        result = search(service, "jasmine")
+        assert len(result) == 1
+        assert result[0].author == "user"
+        assert result[0].content.parts[0].text == "I prefer jasmine tea."
+
+    unchanged()
+    # The mutated event sent again: a delta to its session changes nothing (first write wins);
+    # to another bucket it is a new memory; re-adding the session replaces the bucket.
+    add_events(service, [event], session_id="tea")
+    unchanged()
+    assert search(service, "oolong") == []
+    add_events(service, [event])
+    unchanged()
+    assert [(m.author, m.content.parts[0].text) for m in search(service, "oolong")] == [
+        ("mutated", "I prefer oolong tea.")]
+    add_session(service, s)
+    assert search(service, "jasmine") == []
+    assert len(search(service, "oolong")) == 2
 
 
 # 19
@@ -300,6 +362,16 @@ def test_retrieved_memories_do_not_mutate_storage_or_session_history(service, in
     again = search(service, "jasmine")
     assert texts(again) == ["I prefer jasmine tea."]
     assert s.events[0].content.parts[0].text == "I prefer jasmine tea."
+    # The changed memories sent back as events of the session: emptied (no parts) is not
+    # ingested, edited has a known id (first write wins). Storage keeps the original.
+    add_events(service, [Event(id=first[0].id, author="user", timestamp=1, content=first[0].content)],
+               session_id="tea")
+    again[0].content.parts[0].text = "I prefer oolong tea."
+    add_events(service, [Event(id=again[0].id, author="model", timestamp=1, content=again[0].content)],
+               session_id="tea")
+    assert [(m.id, m.author, m.content.parts[0].text) for m in search(service, "jasmine")] == [
+        ("jasmine", "user", "I prefer jasmine tea.")]
+    assert search(service, "oolong") == []
 
 
 # ---- 2.13.0 delete_memory (verified behaviour, no upstream unit test) --------------------------

@@ -70,7 +70,8 @@ def test_memory_stores_are_independent():
 
 @pytest.mark.parametrize("memory", [True, False], ids=[":memory:", "dir"])
 def test_flush(store_dir, memory):
-    # Same behaviour for both kinds of store (contract section 3): flush is a durable point.
+    # Same behaviour for both kinds of store (include/mnem.h, mnem_flush): flush succeeds; the
+    # data stays readable.
     with mnem.Store(":memory:" if memory else store_dir) as s:
         s.add_session(APP, USER, "s1", jl(ev("e1", "flushed")))
         s.flush()
