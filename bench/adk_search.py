@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bindings" / "python"))
-SHARED = Path(os.environ.get("MNEM_SHARED", ROOT.parent / "shared"))
+CORPUS_PY = ROOT / "bench" / "corpus.py"
 
 from google.adk.events.event import Event
 from google.adk.memory import InMemoryMemoryService
@@ -23,8 +23,8 @@ APP, USER = "bench", "user"
 
 
 def corpus(n, seed=7):
-    out = subprocess.run([sys.executable, str(SHARED / "bench" / "corpus.py"), str(n), str(seed)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, str(CORPUS_PY), str(n), str(seed)],
+                         check=True, capture_output=True, text=True, encoding="utf-8").stdout
     sessions = {}
     for line in out.splitlines():
         d = json.loads(line)

@@ -1,7 +1,7 @@
-//! Throughput of the bounded lexical page (issue 4's goal: >= 300 MB/s of records per core,
-//! a full 8 MiB budget in under 30 ms), and of keyword search over the same namespace.
+//! Throughput of the bounded lexical page (the goal: at least 300 MB/s of records per core,
+//! so a full 8 MiB budget takes under 30 ms), and of keyword search over the same namespace.
 //!
-//!     python3 ../shared/bench/corpus.py 40000 7 > /tmp/corpus.jsonl
+//!     /var/cache/mnem/venv/bin/python bench/corpus.py 40000 7 > /tmp/corpus.jsonl
 //!     cargo run --release --example bench_lexical -- /tmp/corpus.jsonl
 //!
 //! Each corpus line's text becomes one episode's `primary` text in a store on disk.

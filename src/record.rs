@@ -5,8 +5,9 @@
 //! i64 expires_at_ms, f64 timestamp`, then eleven fields, each `u32 length + bytes`:
 //! episode_type, primary, secondary, context, tags, metadata, author, session_id, event_id,
 //! content, embedding. Fixed header first and the searchable text early, so the lexical scan
-//! reads visibility, filters and text by slicing, without a JSON decode (issue 4's throughput
-//! goal). `tags` is itself a run of `u32 length + bytes`; `embedding` is raw f32s.
+//! reads visibility, filters and text by slicing, without a JSON decode (the lexical page's
+//! throughput depends on it). `tags` is itself a run of `u32 length + bytes`; `embedding` is
+//! raw f32s. docs/FORMAT.md has the byte layout in full; `tests/format.rs` pins it.
 
 use crate::error::{Error, Result};
 use uuid::Uuid;
@@ -270,7 +271,7 @@ impl<'a> RecordView<'a> {
         })
     }
 
-    /// The episode as the APIs return it (contract section 1); the embedding is not echoed.
+    /// The episode as the APIs return it (EPISODE JSON in include/mnem.h); the embedding is not echoed.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         use crate::json::{push_f64, push_opt_str, push_str};
         out.extend_from_slice(b"{\"id\":\"");

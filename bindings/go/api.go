@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 )
 
-// ---- ADK memory seam (contract §4) ----
+// ---- ADK memory seam (mnem_add_session ... mnem_search in include/mnem.h) ----
 
 // AddSession is ADK's add_session_to_memory: it replaces the session's bucket
 // with the events in eventsJSONL (one ADK Event JSON object per line) and
@@ -98,7 +98,7 @@ func (s *Store) Search(app, user, query string) ([]MemoryEntry, error) {
 	return resp.Memories, decode("search", raw, &resp)
 }
 
-// ---- Episodes (contract §5) ----
+// ---- Episodes and lexical search (mnem_put_episodes ... in include/mnem.h) ----
 
 // PutEpisodes writes the episodes atomically (all or none) and returns their
 // ids in input order. An existing id is updated to a new revision.
@@ -289,7 +289,7 @@ func (s *Store) typedQuery(op string, fn cQueryFn, app, user string, q any, resp
 // ---- JSON helpers ----
 
 // encodeJSON encodes v as one line of JSON. encoding/json silently replaces
-// invalid UTF-8 with U+FFFD; the contract says reject, never repair, so strings
+// invalid UTF-8 with U+FFFD; mnem rejects, never repairs (include/mnem.h), so strings
 // are checked first. Encoding errors (NaN weights, ...) are INVALID_ARGUMENT.
 func encodeJSON(op string, v any) ([]byte, error) {
 	if path, ok := findInvalidUTF8(reflect.ValueOf(v), ""); ok {

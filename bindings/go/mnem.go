@@ -149,7 +149,7 @@ func (s *Store) read(op string, fn readFn) ([]byte, error) {
 			runtime.KeepAlive(buf)
 			if Status(rc) == StatusBufferTooSmall {
 				need := int(n)
-				if need <= len(buf) { // would loop forever; the library broke its contract
+				if need <= len(buf) { // would loop forever: a library bug
 					return &Error{Op: op, Status: StatusInternal,
 						Message: fmt.Sprintf("BUFFER_TOO_SMALL with out_len %d <= cap %d", need, len(buf))}
 				}

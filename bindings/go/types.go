@@ -84,7 +84,7 @@ type SubstringQuery struct {
 	Tag         string `json:"tag,omitempty"`
 }
 
-// LexicalPageQuery is one bounded BM25 scan (contract §5).
+// LexicalPageQuery is one bounded BM25 scan (mnem_lexical_page in include/mnem.h).
 type LexicalPageQuery struct {
 	Text           string `json:"text"`
 	Limit          int    `json:"limit,omitempty"` // 0 = default (10)
@@ -109,10 +109,10 @@ type LexicalPageResult struct {
 // DefaultLimit is the library's default result limit.
 const DefaultLimit = 10
 
-// HybridQuery is a fused lexical + vector search (contract §6).
+// HybridQuery is a fused lexical + vector search (mnem_hybrid_search in include/mnem.h).
 //
 // Unlike the other queries, Limit is always sent: 0 means no results, as in
-// the contract; use DefaultLimit for the default.
+// mnem_hybrid_search; use DefaultLimit for the default.
 type HybridQuery struct {
 	Text   string    `json:"text"`
 	Vector []float32 `json:"vector,omitempty"`

@@ -1,4 +1,4 @@
-//! ADK's tokenizer, exactly (google-adk 2.13.0 `in_memory_memory_service.py`, reference §1.2):
+//! ADK's tokenizer, exactly (google-adk 2.13.0 `in_memory_memory_service.py`):
 //! NFC, Python `\w+` runs, per-token `str.lower()`, and for non-ASCII tokens the extra
 //! Latin/non-Latin runs of `itertools.groupby(word, _is_latin)`.
 
@@ -174,7 +174,7 @@ mod tests {
         }
     }
 
-    // The probe table of the reference, §1.2.
+    // Probes whose expected words were printed by google-adk 2.13.0's own tokenizer.
     #[test]
     fn reference_probe_table() {
         assert_eq!(sorted(searchable_words("हिन्दी भाषा")), set(&["द", "न", "भ", "ष", "ह"]));

@@ -25,7 +25,7 @@ pub const DEFAULT_SCAN_BYTES: usize = 8 << 20;
 /// Upper bound of `limit` for keyword and substring search.
 pub const MAX_SEARCH_LIMIT: usize = 1000;
 
-/// `search_memory_lexical`'s query (contract §5).
+/// `search_memory_lexical`'s query (`mnem_lexical_page` in include/mnem.h).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LexicalQuery {
     pub text: String,
@@ -360,8 +360,8 @@ impl Mnem {
         Ok(Self::rank(&w, q.limit))
     }
 
-    /// The seed's `search_episodes`: visible records whose primary, secondary or context
-    /// text contains `text` (both lowercased), in UUID order, at most `limit`.
+    /// Substring search (`mnem_substring_search`): visible records whose primary, secondary
+    /// or context text contains `text` (both lowercased), in UUID order, at most `limit`.
     pub fn search_episodes(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Episode>> {
         if q.text.is_empty() {
             return Err(Error::invalid("`text` is empty"));

@@ -1,4 +1,4 @@
-//! The lexical tokenizer (contract §5): maximal runs of `char::is_alphanumeric`, each
+//! The lexical tokenizer of BM25 search: maximal runs of `char::is_alphanumeric`, each
 //! lowercased with the full Unicode mapping; no stemming, no normalization.
 //!
 //! The scan tokenizes every record it visits, so this is the hot path of the lexical page:

@@ -68,6 +68,6 @@ def check(status: int, err: "L.ErrorBuf") -> None:
     cls = _BY_STATUS.get(status, MnemError)
     exc = cls(status, status_name(status), message)
     if err.code != status:
-        # The contract says err.code == returned status; keep a mismatch visible.
+        # include/mnem.h promises err.code == returned status; keep a mismatch visible.
         exc.error_code = err.code
     raise exc
