@@ -346,7 +346,7 @@ class Store {
   std::string keyword_search(std::string_view app, std::string_view user, std::string_view query_json) const {
     return query("keyword_search", mnem_keyword_search, app, user, query_json);
   }
-  /// One bounded lexical scan (contract §5).
+  /// One bounded, paged BM25 scan (`mnem_lexical_page` in include/mnem.h).
   std::string lexical_page(std::string_view app, std::string_view user, std::string_view query_json) const {
     return query("lexical_page", mnem_lexical_page, app, user, query_json);
   }
@@ -354,7 +354,7 @@ class Store {
   std::string substring_search(std::string_view app, std::string_view user, std::string_view query_json) const {
     return query("substring_search", mnem_substring_search, app, user, query_json);
   }
-  /// Weighted reciprocal rank fusion of BM25 and vectors (contract §6).
+  /// Weighted reciprocal rank fusion of BM25 and vectors (`mnem_hybrid_search` in include/mnem.h).
   std::string hybrid_search(std::string_view app, std::string_view user, std::string_view query_json) const {
     return query("hybrid_search", mnem_hybrid_search, app, user, query_json);
   }
