@@ -4,6 +4,7 @@
 //! The encoding is prefix-free: if one namespace's encoding were a prefix of another's, the
 //! leading lengths would agree, hence the apps, then the user lengths, hence the users. So no
 //! two namespaces share a key or a key prefix, whatever bytes (`/`, `:`, NUL) they contain.
+//! docs/FORMAT.md lists every key of every column family.
 
 use crate::error::{Error, Result};
 use uuid::Uuid;

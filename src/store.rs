@@ -13,7 +13,8 @@ use std::fs::File;
 use std::path::Path;
 use uuid::Uuid;
 
-/// The on-disk format this build writes; stores with a larger number are refused.
+/// The on-disk format this build writes; stores with a larger number are refused. docs/FORMAT.md
+/// describes the format and when this number must change; tests/format.rs pins it.
 pub const FORMAT_VERSION: u32 = 1;
 /// The path that opens a store living only in this process.
 pub const MEMORY_PATH: &str = ":memory:";
