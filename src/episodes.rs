@@ -1,10 +1,11 @@
 //! Writing episodes: parsing `mnem_put_episodes` lines, revisions, expiry and tombstones.
 
+use crate::adk::MEMORY_TYPE;
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, Namespace};
 use crate::record::{Episode, RecordView, MAX_RECORD_BYTES};
-use crate::store::{now_ms, Store, CF_EPISODES};
+use crate::store::{now_ms, Store, CF_ADK, CF_EPISODES};
 use rocksdb::{Snapshot, WriteBatch};
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -144,11 +145,20 @@ pub(crate) struct Pending<'s> {
     prefix: Vec<u8>,
     pub changed: HashMap<Uuid, Episode>,
     order: Vec<Uuid>,
+    /// `delete_memory` tombstones looked up so far, by memory id.
+    tombstones: HashMap<String, bool>,
 }
 
 impl<'s> Pending<'s> {
     pub fn new(store: &'s Store, ns: &Namespace) -> Pending<'s> {
-        Pending { store, snap: store.snapshot(), prefix: ns.prefix(), changed: HashMap::new(), order: Vec::new() }
+        Pending {
+            store,
+            snap: store.snapshot(),
+            prefix: ns.prefix(),
+            changed: HashMap::new(),
+            order: Vec::new(),
+            tombstones: HashMap::new(),
+        }
     }
 
     pub fn snapshot(&self) -> &Snapshot<'s> {
@@ -193,9 +203,29 @@ impl<'s> Pending<'s> {
         self.changed.insert(e.id, e);
     }
 
+    /// Was `memory_id` removed by `delete_memory`? Its tombstone blocks every later write of
+    /// an ADK memory with that id, whatever the write path.
+    pub fn is_tombstoned(&mut self, memory_id: &str) -> Result<bool> {
+        if let Some(&t) = self.tombstones.get(memory_id) {
+            return Ok(t);
+        }
+        let key = keys::adk_key(&self.prefix, keys::adk_tag::TOMBSTONE, memory_id.as_bytes());
+        let t = self.store.get_cf(&self.snap, CF_ADK, &key)?.is_some();
+        self.tombstones.insert(memory_id.to_string(), t);
+        Ok(t)
+    }
+
     /// Create or update `input`; returns the id.
     pub fn upsert(&mut self, input: EpisodeInput, now: i64) -> Result<Uuid> {
         let id = input.id.unwrap_or_else(Uuid::now_v7);
+        if input.episode_type == MEMORY_TYPE {
+            let memory_id = input.event_id.clone().unwrap_or_else(|| id.to_string());
+            if self.is_tombstoned(&memory_id)? {
+                return Err(Error::invalid(format!(
+                    "memory id {memory_id:?} was deleted by delete_memory; a deleted memory id is never stored again"
+                )));
+            }
+        }
         let prev = self.prior(&id)?;
         let (revision, created) = match &prev {
             Some(p) if p.deleted => {
@@ -277,6 +307,31 @@ impl<'s> Pending<'s> {
     pub fn staged(&self) -> impl Iterator<Item = &Episode> {
         self.order.iter().map(|id| &self.changed[id])
     }
+}
+
+/// Does the stored episode hold exactly what writing `input` would store (every field the
+/// caller sets, expiry included)? A relative TTL never matches: it would move the expiry.
+pub(crate) fn holds(view: &RecordView<'_>, input: &EpisodeInput) -> bool {
+    let expiry_same = match input.expiry {
+        Expiry::Never => view.expires_at_ms().is_none(),
+        Expiry::At(t) => view.expires_at_ms() == Some(t),
+        Expiry::Ttl(_) => false,
+    };
+    !view.deleted()
+        && expiry_same
+        && view.episode_type == input.episode_type
+        && view.tags().eq(input.tags.iter().map(String::as_str))
+        && view.primary == input.primary
+        && view.secondary == input.secondary
+        && view.context == input.context
+        && view.metadata == input.metadata.as_deref().unwrap_or("{}")
+        && view.author() == input.author.as_deref()
+        && view.session_id() == input.session_id.as_deref()
+        && view.event_id() == input.event_id.as_deref()
+        && view.timestamp().map(f64::to_bits) == input.timestamp.map(f64::to_bits)
+        && view.content() == input.content.as_deref()
+        && view.embedding().map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
+            == input.embedding.as_ref().map(|v| v.iter().map(|x| x.to_bits()).collect())
 }
 
 /// Parse a `mnem_put_episodes` buffer whole; errors name the line.

@@ -128,16 +128,28 @@ impl Mnem {
             return Ok(Vec::new());
         }
         let pool = q.limit.saturating_mul(q.candidates);
+        // One snapshot and one visibility time for both channels and the records.
+        let now = now_ms();
         let vectors = match &q.vector {
             Some(_) if q.semantic_weight > 0.0 => self.vector_index(ns)?,
             _ => None,
         };
+        if let (Some(ix), Some(v)) = (&vectors, &q.vector) {
+            let dim = ix.read().hnsw.dim();
+            if v.len() != dim {
+                return Err(Error::invalid(format!(
+                    "`vector` has {} dimensions; this namespace's vectors have {dim}",
+                    v.len()
+                )));
+            }
+        }
+        // Semantic support means a live vector now, not a dimension recorded once: a
+        // namespace whose vectors were all deleted or expired fuses with lexical weight 1.
+        let vectors = vectors.filter(|ix| ix.read().has_live(now));
         let (w_lex, w_sem) = match &vectors {
             Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
             None => (1.0, 0.0),
         };
-        // One snapshot and one visibility time for both channels and the records.
-        let now = now_ms();
         let snap = self.store.snapshot();
         let prefix = ns.prefix();
         let lexical: Vec<Uuid> = if w_lex > 0.0 {
@@ -154,13 +166,6 @@ impl Mnem {
         let semantic: Vec<Uuid> = match (&vectors, &q.vector) {
             (Some(ix), Some(v)) if w_sem > 0.0 => {
                 let ix = ix.read();
-                if v.len() != ix.hnsw.dim() {
-                    return Err(Error::invalid(format!(
-                        "`vector` has {} dimensions; this namespace's vectors have {}",
-                        v.len(),
-                        ix.hnsw.dim()
-                    )));
-                }
                 let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
                 let filtered = q.episode_type.is_some() || q.tag.is_some();
                 let keep = |id: &Uuid| {

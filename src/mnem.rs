@@ -42,13 +42,18 @@ impl Mnem {
     }
 
     /// Run `commit` with the namespace's ADK index (if one is loaded) locked against
-    /// searches, then drop the index: for writes that do not maintain it incrementally.
+    /// searches, then retire and drop the index: for writes that do not maintain it
+    /// incrementally. A search that took the index before the commit sees it retired and
+    /// looks again, so it never ranks on entries older than the records it reads.
     pub(crate) fn with_adk_invalidated<T>(&self, ns: &Namespace, commit: impl FnOnce() -> Result<T>) -> Result<T> {
         let prefix = ns.prefix();
         let loaded = self.adk.read().get(&prefix).cloned();
-        let guard = loaded.as_ref().map(|ix| ix.write());
+        let mut guard = loaded.as_ref().map(|ix| ix.write());
         let out = commit()?;
         self.adk.write().remove(&prefix);
+        if let Some(g) = guard.as_mut() {
+            g.retire();
+        }
         drop(guard);
         Ok(out)
     }

@@ -129,6 +129,15 @@ impl Store {
         self.write(b)
     }
 
+    /// Write one raw key of a column family ("meta", "episodes", "adk"); tests use it to
+    /// recreate states that older builds or damaged files leave behind.
+    #[doc(hidden)]
+    pub fn put_raw_for_test(&self, cf: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.put_cf(self.cf(cf), key, value);
+        self.write(b)
+    }
+
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }

@@ -222,6 +222,61 @@ fn lexical_weight_becomes_one_without_a_query_vector_or_without_vectors() {
     assert_eq!((got[0].record.id, got[0].score), (ids[0], 1.0 / 61.0));
 }
 
+/// "Without vectors" means without a live vector now: a namespace whose vectors were all
+/// deleted, or have all expired, fuses with lexical weight 1 like one that never had any.
+#[test]
+fn lexical_weight_becomes_one_when_no_vector_is_live() {
+    let m = mem();
+    let q = |ns: &Namespace| {
+        m.hybrid_search(
+            ns,
+            &HybridQuery { vector: Some(vec![1.0, 0.0]), semantic_weight: 0.5, ..HybridQuery::new("tea") },
+        )
+        .unwrap()
+    };
+    let with_vector =
+        |text: &str, v: Vec<f32>| EpisodeInput { primary: text.into(), embedding: Some(v), ..Default::default() };
+
+    let deleted = Namespace::new("a", "deleted");
+    let ids = m.put_episodes(&deleted, vec![with_vector("green tea", vec![1.0, 0.0])]).unwrap();
+    m.put_episodes(&deleted, vec![EpisodeInput { primary: "black tea".into(), ..Default::default() }]).unwrap();
+    let live = q(&deleted);
+    let green = live.iter().find(|r| r.record.id == ids[0]).unwrap();
+    assert_eq!(green.semantic_score, 0.5 / 61.0, "a live vector: both channels at weight 0.5");
+    assert!(live.iter().all(|r| r.keyword_score <= 0.5 / 61.0));
+    m.delete_episodes(&deleted, &ids).unwrap();
+    let got = q(&deleted);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].score, got[0].keyword_score, got[0].semantic_score), (1.0 / 61.0, 1.0 / 61.0, 0.0));
+
+    let expired = Namespace::new("a", "expired");
+    let short = EpisodeInput { expiry: mnem::Expiry::Ttl(1), ..with_vector("green tea", vec![1.0, 0.0]) };
+    m.put_episodes(&expired, vec![short, EpisodeInput { primary: "black tea".into(), ..Default::default() }]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let got = q(&expired);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].score, got[0].semantic_score), (1.0 / 61.0, 0.0));
+    // The same holds after reopen, where the vector index is built from the store.
+    let dir = std::env::temp_dir().join(format!("mnem-hybrid-live-{}", Uuid::new_v4()));
+    let path = dir.to_str().unwrap();
+    {
+        let d = Mnem::open(path, OpenOptions { create: true, ..Default::default() }).unwrap();
+        let ids = d.put_episodes(&deleted, vec![with_vector("green tea", vec![1.0, 0.0])]).unwrap();
+        d.put_episodes(&deleted, vec![EpisodeInput { primary: "black tea".into(), ..Default::default() }]).unwrap();
+        d.delete_episodes(&deleted, &ids).unwrap();
+    }
+    let d = Mnem::open(path, OpenOptions::default()).unwrap();
+    let got = d
+        .hybrid_search(
+            &deleted,
+            &HybridQuery { vector: Some(vec![1.0, 0.0]), semantic_weight: 0.5, ..HybridQuery::new("tea") },
+        )
+        .unwrap();
+    assert_eq!((got.len(), got[0].score), (1, 1.0 / 61.0));
+    drop(d);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn zero_limit_and_blank_text_return_nothing_and_never_embed() {
     struct Counting(Cell<usize>);

@@ -44,6 +44,8 @@ pub struct AdkIndex {
     /// Live entries of each bucket position, in sequence order.
     buckets: HashMap<u32, Vec<u32>>,
     dead: usize,
+    /// Replaced or dropped by a writer: no longer kept in step with the store.
+    retired: bool,
 }
 
 impl AdkIndex {
@@ -105,6 +107,15 @@ impl AdkIndex {
             .filter(|e| e.memory_id == memory_id)
             .map(|e| (e.uuid, e.bucket, e.seq))
             .collect()
+    }
+
+    /// Mark the index as no longer maintained; readers holding it must look again.
+    pub fn retire(&mut self) {
+        self.retired = true;
+    }
+
+    pub fn is_retired(&self) -> bool {
+        self.retired
     }
 
     /// Dead entries outnumber live ones: the owner should rebuild from storage.

@@ -12,7 +12,7 @@ pub mod tables;
 pub mod timestamp;
 pub mod tokenizer;
 
-use crate::episodes::{EpisodeInput, Expiry, Pending};
+use crate::episodes::{self, EpisodeInput, Expiry, Pending};
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, adk_tag, Namespace};
@@ -22,7 +22,7 @@ use crate::store::{now_ms, CF_ADK};
 use event::AdkEvent;
 use index::{AdkIndex, MEMORY_BUCKET};
 use parking_lot::RwLock;
-use rocksdb::WriteBatch;
+use rocksdb::{Snapshot, WriteBatch};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -57,15 +57,37 @@ impl EventOptions {
     }
 }
 
-fn parse_events(jsonl: &str) -> Result<Vec<AdkEvent>> {
+/// The events of a batch that ADK stores, each with its line number (errors name it).
+fn parse_events(jsonl: &str) -> Result<Vec<(usize, AdkEvent)>> {
     let now = now_ms() as f64 / 1000.0;
     let mut out = Vec::new();
     for (n, line) in json::lines(jsonl) {
-        if let Some(e) = event::parse_event(line, now).map_err(|e| e.context(format!("events_jsonl line {n}")))? {
-            out.push(e);
+        if let Some(e) = event::parse_event(line, now).map_err(|e| e.context(line_context(n)))? {
+            out.push((n, e));
         }
     }
     Ok(out)
+}
+
+fn line_context(n: usize) -> String {
+    format!("events_jsonl line {n}")
+}
+
+/// The episode an ADK event is stored as.
+fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeInput {
+    EpisodeInput {
+        episode_type: opts.episode_type.clone().unwrap_or_else(|| EVENT_TYPE.to_string()),
+        tags: opts.tags.clone(),
+        primary: ev.text.clone(),
+        metadata: Some(ev.rest.clone()),
+        author: ev.author.clone(),
+        session_id: Some(session_id.to_string()),
+        event_id: Some(ev.id.clone()),
+        timestamp: Some(ev.timestamp),
+        expiry: opts.ttl_ms.map_or(Expiry::Never, Expiry::Ttl),
+        content: Some(ev.content.clone()),
+        ..EpisodeInput::default()
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -96,18 +118,11 @@ struct AdkWrite<'m> {
     pending: Pending<'m>,
     batch: WriteBatch,
     now: i64,
-    tombstones: HashMap<String, bool>,
 }
 
 impl<'m> AdkWrite<'m> {
     fn new(mnem: &'m Mnem, ns: &Namespace) -> AdkWrite<'m> {
-        AdkWrite {
-            mnem,
-            pending: Pending::new(&mnem.store, ns),
-            batch: WriteBatch::default(),
-            now: now_ms(),
-            tombstones: HashMap::new(),
-        }
+        AdkWrite { mnem, pending: Pending::new(&mnem.store, ns), batch: WriteBatch::default(), now: now_ms() }
     }
 
     fn adk_get(&self, tag: u8, rest: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -123,15 +138,6 @@ impl<'m> AdkWrite<'m> {
     fn adk_delete(&mut self, tag: u8, rest: &[u8]) {
         let key = keys::adk_key(self.pending.prefix(), tag, rest);
         self.batch.delete_cf(self.mnem.store.cf(CF_ADK), key);
-    }
-
-    fn is_tombstoned(&mut self, id: &str) -> Result<bool> {
-        if let Some(&t) = self.tombstones.get(id) {
-            return Ok(t);
-        }
-        let t = self.adk_get(adk_tag::TOMBSTONE, id.as_bytes())?.is_some();
-        self.tombstones.insert(id.to_string(), t);
-        Ok(t)
     }
 
     /// The bucket of `session_id`, created at the end of the namespace's order if new.
@@ -152,22 +158,10 @@ impl<'m> AdkWrite<'m> {
         Ok(Bucket { position: next, next_seq: 0 })
     }
 
-    /// Stage a new event episode at `(bucket, seq)`.
-    fn append(&mut self, ev: &AdkEvent, session_id: &str, bucket: u32, seq: u64, opts: &EventOptions) -> Result<Uuid> {
-        let input = EpisodeInput {
-            episode_type: opts.episode_type.clone().unwrap_or_else(|| EVENT_TYPE.to_string()),
-            tags: opts.tags.clone(),
-            primary: ev.text.clone(),
-            metadata: Some(ev.rest.clone()),
-            author: ev.author.clone(),
-            session_id: Some(session_id.to_string()),
-            event_id: Some(ev.id.clone()),
-            timestamp: Some(ev.timestamp),
-            expiry: opts.ttl_ms.map_or(Expiry::Never, Expiry::Ttl),
-            content: Some(ev.content.clone()),
-            ..EpisodeInput::default()
-        };
-        let id = self.pending.upsert(input, self.now).map_err(|e| e.context(format!("event {:?}", ev.id)))?;
+    /// Stage a new event episode (line `line` of the batch) at `(bucket, seq)`.
+    fn append(&mut self, line: usize, input: EpisodeInput, bucket: u32, seq: u64) -> Result<Uuid> {
+        let what = format!("{}: event {:?}", line_context(line), input.event_id.as_deref().unwrap_or_default());
+        let id = self.pending.upsert(input, self.now).map_err(|e| e.context(what))?;
         self.adk_put(adk_tag::ORDER, &keys::order_suffix(bucket, seq), id.as_bytes());
         Ok(id)
     }
@@ -178,19 +172,6 @@ impl<'m> AdkWrite<'m> {
         self.mnem.vectors.apply(self.pending.prefix(), self.pending.staged());
         Ok(())
     }
-}
-
-/// Does the stored episode already hold exactly this event (so a re-added session keeps it)?
-fn same_event(view: &RecordView<'_>, ev: &AdkEvent) -> bool {
-    !view.deleted()
-        && view.expires_at_ms().is_none()
-        && view.episode_type == EVENT_TYPE
-        && view.event_id() == Some(ev.id.as_str())
-        && view.author() == ev.author.as_deref()
-        && view.timestamp().map(f64::to_bits) == Some(ev.timestamp.to_bits())
-        && view.content() == Some(ev.content.as_str())
-        && view.metadata == ev.rest
-        && view.primary == ev.text
 }
 
 impl Mnem {
@@ -207,12 +188,33 @@ impl Mnem {
         }
         let _guard = (!write_held).then(|| self.write_lock.lock());
         let loaded = self.adk.read().get(&prefix).cloned();
-        if let Some(ix) = loaded.filter(|ix| !ix.read().wants_rebuild()) {
-            return Ok(ix);
+        if let Some(ix) = &loaded {
+            if !ix.read().wants_rebuild() {
+                return Ok(ix.clone());
+            }
         }
         let ix = Arc::new(RwLock::new(self.build_adk_index(ns)?));
         self.adk.write().insert(prefix, ix.clone());
+        // A search may still hold the replaced index: retire it, so that it looks again
+        // instead of ranking on an index the next write will not update.
+        if let Some(old) = loaded {
+            old.write().retire();
+        }
         Ok(ix)
+    }
+
+    /// Run `read` on the namespace's current index and a snapshot taken under its read
+    /// lock: every writer of the namespace commits under the index's write lock and either
+    /// updates the index or retires it, so the two describe the same state.
+    fn with_adk_snapshot<T>(&self, ns: &Namespace, read: impl Fn(&AdkIndex, &Snapshot<'_>) -> Result<T>) -> Result<T> {
+        loop {
+            let ix = self.adk_index(ns, false)?;
+            let ix = ix.read();
+            if ix.is_retired() {
+                continue;
+            }
+            return read(&ix, &self.store.snapshot());
+        }
     }
 
     fn build_adk_index(&self, ns: &Namespace) -> Result<AdkIndex> {
@@ -220,27 +222,22 @@ impl Mnem {
         let snap = store.snapshot();
         let prefix = ns.prefix();
         let mut ix = AdkIndex::default();
+        let tombstones = self.adk_keys(&snap, &prefix, adk_tag::TOMBSTONE)?;
+        let tombstones: HashSet<&[u8]> = tombstones.iter().map(|(k, _)| k.as_slice()).collect();
         // The order entries say where each event sits; then one pass over the namespace's
         // episodes (sequential reads, not a point read per event) indexes them, and the
         // `memory` episodes after every bucket, in UUID order.
-        let order_prefix = keys::adk_key(&prefix, adk_tag::ORDER, &[]);
-        let mut it = store.prefix_iter(&snap, CF_ADK, &order_prefix, &order_prefix);
         let mut placed: HashMap<Uuid, (u32, u64)> = HashMap::new();
-        while it.valid() {
-            let key = it.key().expect("valid iterator");
-            let suffix = &key[order_prefix.len()..];
-            let value = <[u8; 16]>::try_from(it.value().expect("valid iterator"));
-            match (keys::parse_order_suffix(suffix), value) {
+        for (suffix, value) in self.adk_keys(&snap, &prefix, adk_tag::ORDER)? {
+            match (keys::parse_order_suffix(&suffix), <[u8; 16]>::try_from(value.as_slice())) {
                 (Some(place), Ok(id)) => placed.insert(Uuid::from_bytes(id), place),
                 _ => return Err(Error::corruption("ADK order record is malformed")),
             };
-            it.next();
         }
-        it.status()?;
         let mut scan = store.scan_episodes(&snap, ns, None);
         let mut memory_seq = 0u64;
         while let Some(view) = scan.next_view()? {
-            if view.deleted() {
+            if view.deleted() || tombstones.contains(memory_id(&view).as_bytes()) {
                 continue;
             }
             if let Some(&(bucket, seq)) = placed.get(&view.id) {
@@ -251,6 +248,20 @@ impl Mnem {
             }
         }
         Ok(ix)
+    }
+
+    /// `(key suffix, value)` of every `adk` key of kind `tag` in the namespace.
+    fn adk_keys(&self, snap: &Snapshot<'_>, prefix: &[u8], tag: u8) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let kind = keys::adk_key(prefix, tag, &[]);
+        let mut it = self.store.prefix_iter(snap, CF_ADK, &kind, &kind);
+        let mut out = Vec::new();
+        while it.valid() {
+            let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
+            out.push((k[kind.len()..].to_vec(), v.to_vec()));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
     }
 
     /// `add_session_to_memory`: replace the bucket of `session_id` with the session's events
@@ -264,19 +275,20 @@ impl Mnem {
         let mut ix = ix.write();
         let mut w = AdkWrite::new(self, ns);
         let mut kept = Vec::with_capacity(events.len());
-        for ev in events {
-            if !w.is_tombstoned(&ev.id)? {
-                kept.push(ev);
+        for (line, ev) in &events {
+            if !w.pending.is_tombstoned(&ev.id)? {
+                kept.push((*line, ev, event_input(ev, session_id, &EventOptions::default())));
             }
         }
         let mut bucket = w.bucket(session_id)?;
         let old: Vec<(Uuid, u64)> = ix.bucket(bucket.position).map(|e| (e.uuid, e.seq)).collect();
-        // Keep the longest unchanged prefix: agents re-add a growing session many times.
+        // Keep the longest prefix whose stored episodes are exactly what this session would
+        // write (tags and expiry included): agents re-add a growing session many times.
         let mut same = 0;
         while same < old.len() && same < kept.len() {
             let bytes = self.store.get_episode_raw(w.pending.snapshot(), w.pending.prefix(), &old[same].0)?;
             let unchanged = match &bytes {
-                Some(b) => same_event(&RecordView::parse(old[same].0, b)?, &kept[same]),
+                Some(b) => episodes::holds(&RecordView::parse(old[same].0, b)?, &kept[same].2),
                 None => false,
             };
             if !unchanged {
@@ -288,22 +300,23 @@ impl Mnem {
             w.pending.tombstone(&id, w.now)?;
             w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket.position, seq));
         }
+        let total = kept.len() as u64;
         let mut added = Vec::new();
-        for ev in &kept[same..] {
+        for (line, ev, input) in kept.drain(same..) {
             let seq = bucket.next_seq;
             bucket.next_seq += 1;
-            let id = w.append(ev, session_id, bucket.position, seq, &EventOptions::default())?;
-            added.push((id, seq));
+            let id = w.append(line, input, bucket.position, seq)?;
+            added.push((ev, id, seq));
         }
         w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
         w.commit()?;
         for &(id, _) in &old[same..] {
             ix.remove(bucket.position, &id);
         }
-        for (ev, (id, seq)) in kept[same..].iter().zip(added) {
+        for (ev, id, seq) in added {
             ix.insert(id, bucket.position, seq, ev.id.clone(), &ev.text, None);
         }
-        Ok(kept.len() as u64)
+        Ok(total)
     }
 
     /// `add_events_to_memory`: append the events whose ids are neither in the bucket nor
@@ -328,14 +341,14 @@ impl Mnem {
         let mut seen: HashSet<String> =
             ix.bucket(bucket.position).filter(|e| e.visible(now)).map(|e| e.memory_id.clone()).collect();
         let mut added = Vec::new();
-        for ev in &events {
-            if seen.contains(&ev.id) || w.is_tombstoned(&ev.id)? {
+        for (line, ev) in &events {
+            if seen.contains(&ev.id) || w.pending.is_tombstoned(&ev.id)? {
                 continue;
             }
             seen.insert(ev.id.clone());
             let seq = bucket.next_seq;
             bucket.next_seq += 1;
-            let id = w.append(ev, session_id, bucket.position, seq, &opts)?;
+            let id = w.append(*line, event_input(ev, session_id, &opts), bucket.position, seq)?;
             added.push((ev, id, seq));
         }
         w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
@@ -379,55 +392,58 @@ impl Mnem {
     /// The ids of the events stored in a session's bucket, in order, or None when the
     /// namespace has no such bucket (ADK's `_session_events[user][session_id]`).
     pub fn session_event_ids(&self, ns: &Namespace, session_id: &str) -> Result<Option<Vec<String>>> {
-        let ix = self.adk_index(ns, false)?;
-        let ix = ix.read();
-        let snap = self.store.snapshot();
         let key = keys::adk_key(&ns.prefix(), adk_tag::BUCKET, session_id.as_bytes());
-        let Some(v) = self.store.get_cf(&snap, CF_ADK, &key)? else { return Ok(None) };
-        let b = decode_bucket(&v)?;
-        let now = now_ms();
-        Ok(Some(ix.bucket(b.position).filter(|e| e.visible(now)).map(|e| e.memory_id.clone()).collect()))
+        self.with_adk_snapshot(ns, |ix, snap| {
+            let Some(v) = self.store.get_cf(snap, CF_ADK, &key)? else { return Ok(None) };
+            let b = decode_bucket(&v)?;
+            let now = now_ms();
+            Ok(Some(ix.bucket(b.position).filter(|e| e.visible(now)).map(|e| e.memory_id.clone()).collect()))
+        })
     }
 
     /// `search_memory`: ADK's `SearchMemoryResponse` as JSON.
     pub fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
-        let ix = self.adk_index(ns, false)?;
-        let ix = ix.read();
-        let snap = self.store.snapshot();
-        let now = now_ms();
         let prefix = ns.prefix();
-        let mut out = Vec::with_capacity(1024);
-        out.extend_from_slice(b"{\"memories\":[");
-        let mut first = true;
-        for e in ix.search(query, now) {
-            let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &e.uuid)? else { continue };
-            let view = RecordView::parse(e.uuid, &bytes)?;
-            if !view.is_visible(now) {
-                continue;
+        self.with_adk_snapshot(ns, |ix, snap| {
+            let now = now_ms();
+            let mut out = Vec::with_capacity(1024);
+            out.extend_from_slice(b"{\"memories\":[");
+            let mut first = true;
+            for e in ix.search(query, now) {
+                let Some(bytes) = self.store.get_episode_raw(snap, &prefix, &e.uuid)? else { continue };
+                let view = RecordView::parse(e.uuid, &bytes)?;
+                if !view.is_visible(now) {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                out.extend_from_slice(b"{\"id\":");
+                json::push_str(&mut out, &e.memory_id);
+                out.extend_from_slice(b",\"content\":");
+                out.extend_from_slice(view.content().unwrap_or("null").as_bytes());
+                out.extend_from_slice(b",\"author\":");
+                json::push_opt_str(&mut out, view.author());
+                out.extend_from_slice(b",\"timestamp\":");
+                json::push_opt_str(&mut out, view.timestamp().and_then(timestamp::format_timestamp).as_deref());
+                out.extend_from_slice(b",\"custom_metadata\":{}}");
             }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.extend_from_slice(b"{\"id\":");
-            json::push_str(&mut out, &e.memory_id);
-            out.extend_from_slice(b",\"content\":");
-            out.extend_from_slice(view.content().unwrap_or("null").as_bytes());
-            out.extend_from_slice(b",\"author\":");
-            json::push_opt_str(&mut out, view.author());
-            out.extend_from_slice(b",\"timestamp\":");
-            json::push_opt_str(&mut out, view.timestamp().and_then(timestamp::format_timestamp).as_deref());
-            out.extend_from_slice(b",\"custom_metadata\":{}}");
-        }
-        out.extend_from_slice(b"]}");
-        Ok(out)
+            out.extend_from_slice(b"]}");
+            Ok(out)
+        })
     }
+}
+
+/// The id `mnem_search` reports for a stored episode and `delete_memory` matches: its
+/// `event_id`, else its UUID.
+pub(crate) fn memory_id(view: &RecordView<'_>) -> String {
+    view.event_id().map_or_else(|| view.id.to_string(), str::to_owned)
 }
 
 /// Index one stored episode: its ADK text is the text of its content's parts.
 fn index_view(ix: &mut AdkIndex, view: &RecordView<'_>, bucket: u32, seq: u64) {
     // Content that is not an ADK `Content` (a caller's own `memory` episode) has no ADK text.
     let text = view.content().and_then(|c| event::content_text(c).ok().flatten()).unwrap_or_default();
-    let memory_id = view.event_id().map_or_else(|| view.id.to_string(), str::to_owned);
-    ix.insert(view.id, bucket, seq, memory_id, &text, view.expires_at_ms());
+    ix.insert(view.id, bucket, seq, memory_id(view), &text, view.expires_at_ms());
 }

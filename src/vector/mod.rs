@@ -11,7 +11,7 @@ use crate::store::{Store, CF_META};
 use hnsw::Hnsw;
 use parking_lot::RwLock;
 use rocksdb::{Snapshot, WriteBatch};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -21,16 +21,36 @@ pub struct NsVectors {
     node_of: HashMap<Uuid, u32>,
     id_of: Vec<Uuid>,
     expires: Vec<Option<i64>>,
+    /// Live nodes that never expire, and the expiry times of the live nodes that do (with
+    /// counts): whether any vector is live at a given time, without a scan.
+    live_forever: usize,
+    live_until: BTreeMap<i64, usize>,
 }
 
 impl NsVectors {
     fn new(dim: usize) -> NsVectors {
-        NsVectors { hnsw: Hnsw::new(dim), node_of: HashMap::new(), id_of: Vec::new(), expires: Vec::new() }
+        NsVectors {
+            hnsw: Hnsw::new(dim),
+            node_of: HashMap::new(),
+            id_of: Vec::new(),
+            expires: Vec::new(),
+            live_forever: 0,
+            live_until: BTreeMap::new(),
+        }
     }
 
     fn remove(&mut self, id: &Uuid) {
-        if let Some(n) = self.node_of.remove(id) {
-            self.hnsw.delete(n);
+        let Some(n) = self.node_of.remove(id) else { return };
+        self.hnsw.delete(n);
+        match self.expires[n as usize] {
+            None => self.live_forever -= 1,
+            Some(t) => {
+                let c = self.live_until.get_mut(&t).expect("a live node's expiry is counted");
+                *c -= 1;
+                if *c == 0 {
+                    self.live_until.remove(&t);
+                }
+            }
         }
     }
 
@@ -40,6 +60,15 @@ impl NsVectors {
         self.node_of.insert(id, n);
         self.id_of.push(id);
         self.expires.push(expires);
+        match expires {
+            None => self.live_forever += 1,
+            Some(t) => *self.live_until.entry(t).or_default() += 1,
+        }
+    }
+
+    /// Is any vector of the namespace visible at `now_ms` (not deleted, not expired)?
+    pub fn has_live(&self, now_ms: i64) -> bool {
+        self.live_forever > 0 || self.live_until.range(now_ms.saturating_add(1)..).next().is_some()
     }
 
     /// Up to `k` visible episodes nearest to `query` (any length-`dim` vector), with their

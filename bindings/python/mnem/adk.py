@@ -105,6 +105,9 @@ class MnemMemoryService(BaseMemoryService):
         """Stores each MemoryEntry as an episode of type "memory" (searchable by search_memory).
 
         custom_metadata keys: "tags" (list of str) and "ttl_ms" (int > 0) apply to every entry.
+        An entry whose id was removed by delete_memory is refused: the call raises
+        mnem.InvalidArgument naming it and stores none of the entries (a deleted memory
+        never returns, whichever call writes it).
         """
         meta = dict(custom_metadata or {})
         tags = meta.get("tags")
