@@ -31,8 +31,17 @@
  * internally. mnem_free must run after every other call on the handle has returned. There
  * is no global initialization, no callback and no thread-local state.
  *
+ * STATUSES: `enum mnem_status` below defines every status and what it means, once. Each
+ * function's comment lists every status it can return; mnem_status_name and
+ * mnem_status_message name and describe any integer (an unknown one is "UNKNOWN").
+ *
  * PANICS: none crosses the ABI. An internal error returns MNEM_STATUS_INTERNAL and poisons
- * the handle: every later call on it returns MNEM_STATUS_INTERNAL.
+ * the handle: every later call on it returns MNEM_STATUS_INTERNAL (with `*out_len` and
+ * counters 0); mnem_free still frees it.
+ *
+ * FAULT INJECTION: a library built with the cargo feature `fault-injection` (for tests,
+ * never shipped) also exports the mnem_debug_* functions declared under
+ * `#if defined(MNEM_FAULT_INJECTION)`. Define that macro only when linking such a build.
  *
  * EPISODE JSON (output): {"id","revision","episode_type","tags","primary","secondary",
  * "context","metadata","author","session_id","event_id","timestamp","created_at_ms",
@@ -59,11 +68,53 @@
 // `mnem_open` flag: open for reading only; every write returns `MNEM_STATUS_READ_ONLY`.
 #define MNEM_OPEN_READ_ONLY 2
 
+// The outcome of a call. A 32-bit integer in C: `mnem_status` is `int32_t` before C23, an
+// enum with underlying type `int32_t` in C23 and C++ (convert other integers with a cast).
+// The values never change; a new status only ever takes a new number, so treat an unknown
+// value as an error (`mnem_status_name` returns "UNKNOWN" for it).
+enum mnem_status
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Success.
+  MNEM_STATUS_OK = 0,
+  // An argument is NULL, not UTF-8, malformed JSON, out of range, or otherwise invalid; the
+  // message names it. Nothing was changed.
+  MNEM_STATUS_INVALID_ARGUMENT = 1,
+  // The output buffer is too small: `*out_len` holds the exact size needed and `out` is
+  // untouched.
+  MNEM_STATUS_BUFFER_TOO_SMALL = 2,
+  // `mnem_open` found no store at the path and `MNEM_OPEN_CREATE` was not given.
+  MNEM_STATUS_NOT_FOUND = 3,
+  // The store is already open (in this process or another), or the storage engine reported
+  // a busy, timed-out or try-again condition. Nothing was changed; retry later.
+  MNEM_STATUS_BUSY = 4,
+  // A write on a handle opened with `MNEM_OPEN_READ_ONLY`. Nothing was changed.
+  MNEM_STATUS_READ_ONLY = 5,
+  // The operating system or the storage engine failed to read or write; the message
+  // carries its reason (for the engine: `rocksdb: <its status>`).
+  MNEM_STATUS_IO = 6,
+  // Stored data is damaged: a record, index entry or key that mnem cannot parse, or
+  // damage the storage engine detected. Any function that reads the store can return it.
+  MNEM_STATUS_CORRUPTION = 7,
+  // `mnem_open`: the store was written in a newer on-disk format than this build reads.
+  MNEM_STATUS_INCOMPATIBLE = 8,
+  // A bug in mnem (a caught panic). The handle is poisoned: every later call on it
+  // returns `MNEM_STATUS_INTERNAL` (with `*out_len` and counters 0); only `mnem_free`
+  // remains useful.
+  MNEM_STATUS_INTERNAL = 100,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum mnem_status mnem_status;
+#else
+typedef int32_t mnem_status;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // An open store. Opaque; created by `mnem_open`, destroyed by `mnem_free`.
 typedef struct mnem_store mnem_store;
-
-// A status code: one of the `MNEM_STATUS_*` values.
-typedef int32_t mnem_status;
 
 // A borrowed UTF-8 string: `len` bytes at `ptr`, no NUL needed. `ptr` may be NULL only
 // when `len` is 0. mnem never keeps it after the call returns.
@@ -83,38 +134,6 @@ typedef struct mnem_error {
   char message[MNEM_ERROR_MESSAGE_CAP];
 } mnem_error;
 
-// Success.
-#define MNEM_STATUS_OK 0
-
-// An argument is NULL, not UTF-8, malformed JSON, out of range, or otherwise invalid; the
-// message names it. Nothing was changed.
-#define MNEM_STATUS_INVALID_ARGUMENT 1
-
-// The output buffer is too small; `*out_len` holds the exact size needed.
-#define MNEM_STATUS_BUFFER_TOO_SMALL 2
-
-// The store does not exist (and `MNEM_OPEN_CREATE` was not given).
-#define MNEM_STATUS_NOT_FOUND 3
-
-// The store is already open, in this process or another.
-#define MNEM_STATUS_BUSY 4
-
-// A write on a handle opened with `MNEM_OPEN_READ_ONLY`.
-#define MNEM_STATUS_READ_ONLY 5
-
-// The operating system or the storage engine failed to read or write.
-#define MNEM_STATUS_IO 6
-
-// Stored data is damaged.
-#define MNEM_STATUS_CORRUPTION 7
-
-// The store was written by a newer on-disk format.
-#define MNEM_STATUS_INCOMPATIBLE 8
-
-// A bug in mnem (a caught panic). The handle is poisoned: every later call on it returns
-// `MNEM_STATUS_INTERNAL`; only `mnem_free` remains useful.
-#define MNEM_STATUS_INTERNAL 100
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -125,8 +144,14 @@ uint32_t mnem_abi_version(void);
 // The library version, a static NUL-terminated string such as "0.1.0". Never free it.
 const char *mnem_version(void);
 
-// The name of a status ("OK", "INVALID_ARGUMENT", ...), or "UNKNOWN"; static, never free it.
+// The name of a status without its `MNEM_STATUS_` prefix ("OK", "INVALID_ARGUMENT", ...),
+// or "UNKNOWN" for any other integer; static, never free it.
 const char *mnem_status_name(int32_t status);
+
+// A one-line description of a status ("stored data is damaged", ...), or "unknown status"
+// for any other integer; static, never free it. `mnem_error.message` is more specific: use
+// this only where no message is at hand.
+const char *mnem_status_message(int32_t status);
 
 // Open the store at `path` (a directory), or an in-process store for the path `:memory:`.
 //
@@ -139,7 +164,7 @@ const char *mnem_status_name(int32_t status);
 // On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
 // Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, bad path or
 // options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
-// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO.
+// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO; INTERNAL.
 mnem_status mnem_open(struct mnem_str path,
                       uint32_t flags,
                       struct mnem_str options_json,
@@ -147,7 +172,8 @@ mnem_status mnem_open(struct mnem_str path,
                       struct mnem_error *err);
 
 // Make every write acknowledged so far durable (fsync of the write-ahead log).
-// A no-op on a read-only handle. Returns OK, INVALID_ARGUMENT (NULL store), IO, INTERNAL.
+// A no-op on a read-only handle.
+// Returns OK; INVALID_ARGUMENT (NULL store); BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_flush(struct mnem_store *store, struct mnem_error *err);
 
 // Close and free a handle. NULL is a no-op. Call it once, after every other call on the
@@ -161,8 +187,8 @@ void mnem_free(struct mnem_store *store);
 // already exists keeps its place in the tie order of `mnem_search`.
 // `*out_stored` (may be NULL) receives the number of events the bucket now holds.
 // Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
-// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; IO;
-// INTERNAL.
+// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; BUSY;
+// IO; CORRUPTION; INTERNAL.
 mnem_status mnem_add_session(struct mnem_store *store,
                              struct mnem_str app,
                              struct mnem_str user,
@@ -178,7 +204,7 @@ mnem_status mnem_add_session(struct mnem_store *store,
 // events expire), `tags` (array of strings) and `episode_type` (string, default "event")
 // and ignores other keys. `*out_added` (may be NULL) receives the number appended.
 // Returns OK; INVALID_ARGUMENT (as for `mnem_add_session`, or a mistyped known metadata key);
-// READ_ONLY; IO; INTERNAL.
+// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_add_events(struct mnem_store *store,
                             struct mnem_str app,
                             struct mnem_str user,
@@ -192,7 +218,7 @@ mnem_status mnem_add_events(struct mnem_store *store,
 // `memory_id` from every bucket of the namespace, and block that id from later adds for
 // good. An empty id is a no-op; an id that removes nothing records no tombstone.
 // `*out_deleted` (may be NULL) receives the number removed.
-// Returns OK; INVALID_ARGUMENT; READ_ONLY; IO; INTERNAL.
+// Returns OK; INVALID_ARGUMENT; READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_delete_memory(struct mnem_store *store,
                                struct mnem_str app,
                                struct mnem_str user,
@@ -207,8 +233,8 @@ mnem_status mnem_delete_memory(struct mnem_store *store,
 // with `mnem_put_episodes`) come after every bucket, in UUID order. `content` is the JSON
 // that was ingested, byte for byte; `timestamp` is formatted in the process's local time
 // zone like Python's `datetime.fromtimestamp(ts).isoformat()`.
-// Returns OK; BUFFER_TOO_SMALL (`*out_len` = bytes needed); INVALID_ARGUMENT; IO;
-// CORRUPTION; INTERNAL.
+// Returns OK; BUFFER_TOO_SMALL (`*out_len` = bytes needed); INVALID_ARGUMENT; BUSY;
+// IO; CORRUPTION; INTERNAL.
 mnem_status mnem_search(const struct mnem_store *store,
                         struct mnem_str app,
                         struct mnem_str user,
@@ -232,7 +258,7 @@ mnem_status mnem_search(const struct mnem_store *store,
 // Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
 // an episode over 64 MiB, `out_ids_cap` < 16 × lines: the message names the line and
 // field, nothing is written);
-// READ_ONLY; IO; INTERNAL.
+// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_put_episodes(struct mnem_store *store,
                               struct mnem_str app,
                               struct mnem_str user,
@@ -244,7 +270,8 @@ mnem_status mnem_put_episodes(struct mnem_store *store,
 // Delete episodes: one JSON string UUID per line. Each becomes a tombstone (a new revision
 // without its text, content or vector); unknown or already deleted ids are skipped.
 // `*out_deleted` (may be NULL) receives the number deleted.
-// Returns OK; INVALID_ARGUMENT (a line that is not a UUID string, named); READ_ONLY; IO; INTERNAL.
+// Returns OK; INVALID_ARGUMENT (a line that is not a UUID string, named); READ_ONLY; BUSY;
+// IO; CORRUPTION; INTERNAL.
 mnem_status mnem_delete_episodes(struct mnem_store *store,
                                  struct mnem_str app,
                                  struct mnem_str user,
@@ -257,7 +284,7 @@ mnem_status mnem_delete_episodes(struct mnem_store *store,
 // "tag"}`; text without terms returns no results. Writes
 // `{"results":[{"record":Episode,"score":f64}...]}`, score descending, ties by UUID.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, text over 4096
-// bytes or 64 terms); IO; CORRUPTION; INTERNAL.
+// bytes or 64 terms); BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_keyword_search(const struct mnem_store *store,
                                 struct mnem_str app,
                                 struct mnem_str user,
@@ -281,7 +308,7 @@ mnem_status mnem_keyword_search(const struct mnem_store *store,
 // the one look-ahead record.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (any rule above, an unknown key, a
 // malformed `after`, blank or punctuation-only text, a byte budget that cannot fit the first
-// record: the message names the field); IO; CORRUPTION; INTERNAL.
+// record: the message names the field); BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_lexical_page(const struct mnem_store *store,
                               struct mnem_str app,
                               struct mnem_str user,
@@ -291,11 +318,11 @@ mnem_status mnem_lexical_page(const struct mnem_store *store,
                               size_t *out_len,
                               struct mnem_error *err);
 
-// Substring search (the seed's `search_episodes`): visible episodes whose primary,
+// Substring search (Rust: `Mnem::search_episodes`): visible episodes whose primary,
 // secondary or context text contains `text`, compared in lowercase. Query `{"text"
 // (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`. Writes
 // `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly creation order).
-// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; IO; CORRUPTION; INTERNAL.
+// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_substring_search(const struct mnem_store *store,
                                   struct mnem_str app,
                                   struct mnem_str user,
@@ -316,7 +343,7 @@ mnem_status mnem_substring_search(const struct mnem_store *store,
 // `{"results":[{"record","score","keyword_score","semantic_score"}...]}` where the last two
 // are the rank contributions, not raw BM25 or similarity.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (weight, vector dimension, unknown key...);
-// IO; CORRUPTION; INTERNAL.
+// BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_hybrid_search(const struct mnem_store *store,
                                struct mnem_str app,
                                struct mnem_str user,
@@ -325,6 +352,20 @@ mnem_status mnem_hybrid_search(const struct mnem_store *store,
                                size_t out_cap,
                                size_t *out_len,
                                struct mnem_error *err);
+
+#if defined(MNEM_FAULT_INJECTION)
+// Fault injection (test builds only): panic inside the panic boundary of a call on
+// `store`, as a bug in mnem would. The handle is then poisoned.
+// Returns INTERNAL (message: "internal error (panic): ..."); INVALID_ARGUMENT (NULL store).
+mnem_status mnem_debug_panic(struct mnem_store *store, struct mnem_error *err);
+#endif
+
+#if defined(MNEM_FAULT_INJECTION)
+// Fault injection (test builds only): the next `mnem_open` in this process, from any
+// thread, panics inside its panic boundary after checking `out_store`, so it returns
+// INTERNAL with `*out_store` NULL.
+void mnem_debug_panic_next_open(void);
+#endif
 
 #ifdef __cplusplus
 }  // extern "C"

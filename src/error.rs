@@ -1,53 +1,106 @@
 //! Status codes and the error type every fallible operation returns.
+//!
+//! `Status` is the only definition of the status codes: cbindgen exports it to
+//! `include/mnem.h` as the C enum `mnem_status` (`MNEM_STATUS_OK = 0`, ...), its variants'
+//! doc comments included, and `status_table!` below gives every variant its C name and
+//! default message.
 
+use std::ffi::CStr;
 use std::fmt;
 
-/// The status of an operation; the numeric values are the C ABI's (append-only).
+/// The outcome of a call. A 32-bit integer in C: `mnem_status` is `int32_t` before C23, an
+/// enum with underlying type `int32_t` in C23 and C++ (convert other integers with a cast).
+/// The values never change; a new status only ever takes a new number, so treat an unknown
+/// value as an error (`mnem_status_name` returns "UNKNOWN" for it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum Status {
+    /// Success.
     Ok = 0,
+    /// An argument is NULL, not UTF-8, malformed JSON, out of range, or otherwise invalid; the
+    /// message names it. Nothing was changed.
     InvalidArgument = 1,
+    /// The output buffer is too small: `*out_len` holds the exact size needed and `out` is
+    /// untouched.
     BufferTooSmall = 2,
+    /// `mnem_open` found no store at the path and `MNEM_OPEN_CREATE` was not given.
     NotFound = 3,
+    /// The store is already open (in this process or another), or the storage engine reported
+    /// a busy, timed-out or try-again condition. Nothing was changed; retry later.
     Busy = 4,
+    /// A write on a handle opened with `MNEM_OPEN_READ_ONLY`. Nothing was changed.
     ReadOnly = 5,
+    /// The operating system or the storage engine failed to read or write; the message
+    /// carries its reason (for the engine: `rocksdb: <its status>`).
     Io = 6,
+    /// Stored data is damaged: a record, index entry or key that mnem cannot parse, or
+    /// damage the storage engine detected. Any function that reads the store can return it.
     Corruption = 7,
+    /// `mnem_open`: the store was written in a newer on-disk format than this build reads.
     Incompatible = 8,
+    /// A bug in mnem (a caught panic). The handle is poisoned: every later call on it
+    /// returns `MNEM_STATUS_INTERNAL` (with `*out_len` and counters 0); only `mnem_free`
+    /// remains useful.
     Internal = 100,
 }
 
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "OK",
-            Status::InvalidArgument => "INVALID_ARGUMENT",
-            Status::BufferTooSmall => "BUFFER_TOO_SMALL",
-            Status::NotFound => "NOT_FOUND",
-            Status::Busy => "BUSY",
-            Status::ReadOnly => "READ_ONLY",
-            Status::Io => "IO",
-            Status::Corruption => "CORRUPTION",
-            Status::Incompatible => "INCOMPATIBLE",
-            Status::Internal => "INTERNAL",
-        }
-    }
+/// Pairs every variant with its C name (without `MNEM_STATUS_`) and a one-line default
+/// message. The `match`es it generates are exhaustive, so a variant cannot be added without
+/// its row, and `ALL` is built from the same rows.
+macro_rules! status_table {
+    ($($variant:ident => $name:literal, $message:literal;)*) => {
+        impl Status {
+            /// Every status, in the order of its code.
+            pub const ALL: &'static [Status] = &[$(Status::$variant),*];
 
+            /// The C name without its `MNEM_STATUS_` prefix: "OK", "INVALID_ARGUMENT", ...
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Status::$variant => $name,)*
+                }
+            }
+
+            /// `name` as a static C string.
+            pub const fn c_name(self) -> &'static CStr {
+                match self {
+                    $(Status::$variant => const { c_str(concat!($name, "\0")) },)*
+                }
+            }
+
+            /// A one-line description of the status, used where no specific message exists.
+            pub const fn default_message(self) -> &'static CStr {
+                match self {
+                    $(Status::$variant => const { c_str(concat!($message, "\0")) },)*
+                }
+            }
+        }
+    };
+}
+
+status_table! {
+    Ok => "OK", "success";
+    InvalidArgument => "INVALID_ARGUMENT", "an argument is invalid";
+    BufferTooSmall => "BUFFER_TOO_SMALL", "the output buffer is too small";
+    NotFound => "NOT_FOUND", "no store at the path";
+    Busy => "BUSY", "the store is busy; retry later";
+    ReadOnly => "READ_ONLY", "the store is open read-only";
+    Io => "IO", "the operating system or the storage engine failed";
+    Corruption => "CORRUPTION", "stored data is damaged";
+    Incompatible => "INCOMPATIBLE", "the store has a newer on-disk format";
+    Internal => "INTERNAL", "internal error in mnem; the handle is poisoned";
+}
+
+const fn c_str(s: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(s.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("a status table string contains NUL"),
+    }
+}
+
+impl Status {
+    /// The status with this code, or None: never assumes `code` is valid.
     pub fn from_code(code: i32) -> Option<Status> {
-        Some(match code {
-            0 => Status::Ok,
-            1 => Status::InvalidArgument,
-            2 => Status::BufferTooSmall,
-            3 => Status::NotFound,
-            4 => Status::Busy,
-            5 => Status::ReadOnly,
-            6 => Status::Io,
-            7 => Status::Corruption,
-            8 => Status::Incompatible,
-            100 => Status::Internal,
-            _ => return None,
-        })
+        Status::ALL.iter().copied().find(|s| *s as i32 == code)
     }
 }
 
@@ -85,16 +138,39 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The status a RocksDB error becomes. mnem checks its arguments itself, so the engine's
+/// own NotFound and InvalidArgument (a missing file, options it refuses) are failures of the
+/// engine, IO, like every kind without a status of its own.
+pub fn storage_status(kind: &rocksdb::ErrorKind) -> Status {
+    use rocksdb::ErrorKind;
+    match kind {
+        ErrorKind::Corruption => Status::Corruption,
+        ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain => Status::Busy,
+        _ => Status::Io,
+    }
+}
+
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Error {
-        use rocksdb::ErrorKind;
-        let status = match e.kind() {
-            ErrorKind::Corruption => Status::Corruption,
-            ErrorKind::NotFound => Status::NotFound,
-            ErrorKind::InvalidArgument => Status::InvalidArgument,
-            ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain => Status::Busy,
-            _ => Status::Io,
-        };
-        Error::new(status, format!("rocksdb: {}", e.into_string()))
+        Error::new(storage_status(&e.kind()), format!("rocksdb: {}", e.into_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_names_and_messages_come_from_one_table() {
+        let codes: Vec<i32> = Status::ALL.iter().map(|s| *s as i32).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 100]);
+        for &s in Status::ALL {
+            assert_eq!(Status::from_code(s as i32), Some(s));
+            assert_eq!(s.c_name().to_str(), Ok(s.name()));
+            assert!(!s.default_message().is_empty());
+        }
+        for code in [-1, 9, 99, 101, i32::MIN, i32::MAX] {
+            assert_eq!(Status::from_code(code), None);
+        }
     }
 }

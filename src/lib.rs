@@ -9,9 +9,13 @@
 //!
 //! The C ABI in `ffi` wraps this API one function to one method.
 
+// `unsafe` lives only in `ffi`, where C's pointers come in; the core is safe Rust.
+#![deny(unsafe_code)]
+
 pub mod adk;
 pub mod episodes;
 pub mod error;
+#[allow(unsafe_code)]
 pub mod ffi;
 pub mod hybrid;
 mod json;

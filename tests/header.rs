@@ -26,3 +26,41 @@ fn committed_header_is_fresh() {
         "include/mnem.h is stale: run `MNEM_UPDATE_HEADER=1 cargo test --release --test header` and commit it"
     );
 }
+
+/// The header's `enum mnem_status` is `mnem::Status`: every C name with its code, and
+/// `mnem_status_name` / `mnem_status_message` answer for each and for any other integer.
+#[test]
+fn status_enum_names_and_messages() {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/mnem.h")).unwrap();
+    let c_str = |p: *const std::ffi::c_char| {
+        assert!(!p.is_null());
+        // SAFETY: both functions return pointers to static NUL-terminated strings.
+        unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap().to_string()
+    };
+    let mut codes = Vec::new();
+    for &s in mnem::Status::ALL {
+        let line = format!("  MNEM_STATUS_{} = {},", s.name(), s as i32);
+        assert!(header.lines().any(|l| l == line), "include/mnem.h lacks `{line}`");
+        assert_eq!(c_str(mnem::ffi::mnem_status_name(s as i32)), s.name());
+        assert_eq!(c_str(mnem::ffi::mnem_status_message(s as i32)), s.default_message().to_str().unwrap());
+        codes.push(s as i32);
+    }
+    assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 100]);
+    let enumerators = header.lines().filter(|l| l.starts_with("  MNEM_STATUS_")).count();
+    assert_eq!(enumerators, codes.len(), "a status in the header is not in Status::ALL");
+    for code in [-1, 9, 99, 101, 12345, i32::MIN, i32::MAX] {
+        assert_eq!(c_str(mnem::ffi::mnem_status_name(code)), "UNKNOWN");
+        assert_eq!(c_str(mnem::ffi::mnem_status_message(code)), "unknown status");
+    }
+    // Every fault-injection hook is declared only for builds that define MNEM_FAULT_INJECTION.
+    let mut guarded = false;
+    for line in header.lines() {
+        if line.starts_with("#if defined(MNEM_FAULT_INJECTION)") {
+            guarded = true;
+        } else if line.starts_with("#endif") {
+            guarded = false;
+        } else if line.contains("mnem_debug_") && !line.starts_with("//") && !line.starts_with(" *") {
+            assert!(guarded, "`{line}` is outside #if defined(MNEM_FAULT_INJECTION)");
+        }
+    }
+}

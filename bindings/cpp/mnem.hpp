@@ -62,7 +62,8 @@ class Error : public std::runtime_error {
 
 inline uint32_t abi_version() noexcept { return mnem_abi_version(); }
 inline const char* version() noexcept { return mnem_version(); }
-inline const char* status_name(mnem_status s) noexcept { return mnem_status_name(s); }
+/// Any integer: "UNKNOWN" for one that is not a status. (In C++ `mnem_status` is an enum.)
+inline const char* status_name(int32_t s) noexcept { return mnem_status_name(s); }
 
 /// Turns query text into a vector in the space of the stored embeddings.
 class Embedder {

@@ -106,11 +106,51 @@ std::string iso_local(std::time_t t) {
 
 const std::string A = "test-app", U = "test-user";
 
+// The header's status constants are the library's: every one named by mnem_status_name (and
+// by mnem::Error), and no other integer in a wide range names a status.
+void test_status_table() {
+  const struct {
+    mnem_status status;
+    int32_t code;
+    const char* name;
+  } table[] = {
+      {MNEM_STATUS_OK, 0, "OK"},
+      {MNEM_STATUS_INVALID_ARGUMENT, 1, "INVALID_ARGUMENT"},
+      {MNEM_STATUS_BUFFER_TOO_SMALL, 2, "BUFFER_TOO_SMALL"},
+      {MNEM_STATUS_NOT_FOUND, 3, "NOT_FOUND"},
+      {MNEM_STATUS_BUSY, 4, "BUSY"},
+      {MNEM_STATUS_READ_ONLY, 5, "READ_ONLY"},
+      {MNEM_STATUS_IO, 6, "IO"},
+      {MNEM_STATUS_CORRUPTION, 7, "CORRUPTION"},
+      {MNEM_STATUS_INCOMPATIBLE, 8, "INCOMPATIBLE"},
+      {MNEM_STATUS_INTERNAL, 100, "INTERNAL"},
+  };
+  static_assert(sizeof(mnem_status) == 4, "mnem_status is 32 bits");
+  std::size_t known = 0;
+  for (int32_t code = -16; code < 1024; ++code) {
+    std::string name = mnem::status_name(code);
+    if (name != "UNKNOWN") ++known;
+    bool listed = false;
+    for (const auto& row : table) listed = listed || row.code == code;
+    if (listed != (name != "UNKNOWN")) {
+      check(false, "the library and the header disagree on a status", __FILE__, __LINE__);
+      std::cerr << "    code " << code << ": library says " << name << "\n";
+    }
+  }
+  CHECK(known == sizeof table / sizeof table[0]);
+  for (const auto& row : table) {
+    CHECK(static_cast<int32_t>(row.status) == row.code);
+    CHECK(std::string(mnem::status_name(row.status)) == row.name);
+    CHECK(std::string(mnem::Error(row.status, "op", "m").status_name()) == row.name);
+  }
+}
+
 void test_basics() {
   CHECK(mnem::abi_version() == MNEM_ABI_VERSION);
   CHECK(std::string(mnem::version()).size() > 0);
   CHECK(std::string(mnem::status_name(MNEM_STATUS_BUSY)) == "BUSY");
   CHECK(std::string(mnem::status_name(12345)) == "UNKNOWN");
+  test_status_table();
   static_assert(!std::is_copy_constructible_v<mnem::Store>);
   static_assert(!std::is_copy_assignable_v<mnem::Store>);
   static_assert(std::is_nothrow_move_constructible_v<mnem::Store>);

@@ -127,6 +127,21 @@ func TestVersionAndStatusNames(t *testing.T) {
 	if got := StatusName(12345); got != "UNKNOWN" {
 		t.Errorf("unknown status name %q", got)
 	}
+	// The binding's table (Status.String) and the library's agree on every integer in a wide
+	// range, so a status added to either one alone fails here.
+	known := 0
+	for code := int32(-16); code < 1024; code++ {
+		st := Status(code)
+		if got := StatusName(st); got != st.String() {
+			t.Errorf("mnem_status_name(%d) = %q, binding says %q", code, got, st.String())
+		}
+		if st.String() != "UNKNOWN" {
+			known++
+		}
+	}
+	if known != 10 {
+		t.Errorf("%d known statuses, want 10 (codes 0-8 and 100)", known)
+	}
 	err := error(&Error{Op: "x", Status: StatusBusy, Message: "m"})
 	if !errors.Is(err, ErrBusy) || errors.Is(err, ErrNotFound) {
 		t.Error("errors.Is does not match on status")

@@ -1,15 +1,17 @@
-//! The C ABI (contract §2-6). Each function converts its arguments, delegates to `Mnem` and
-//! converts the result; no logic lives here. This module (with `sys`) holds all of mnem's
-//! `unsafe`.
+//! The C ABI, documented in `include/mnem.h` (generated from this module's doc comments).
+//! Each function converts its arguments, delegates to `Mnem` and converts the result; no
+//! logic lives here. This module (with `sys`) holds all of mnem's `unsafe`.
 //!
 //! Conventions every function follows: a panic never crosses the boundary (it becomes
 //! `MNEM_STATUS_INTERNAL` and poisons the handle); NULL pointers and invalid UTF-8 are
 //! `MNEM_STATUS_INVALID_ARGUMENT`; outputs go to caller-owned buffers.
 
 #![allow(non_camel_case_types)]
-// The signatures are the contract's (§2-6), fixed by the ABI.
+// The signatures are the published C API's and cannot be regrouped.
 #![allow(clippy::too_many_arguments)]
 
+#[cfg(feature = "fault-injection")]
+mod fault;
 pub mod sys;
 
 use crate::error::{Error, Result, Status};
@@ -28,31 +30,6 @@ pub const MNEM_ERROR_MESSAGE_CAP: usize = 512;
 pub const MNEM_OPEN_CREATE: u32 = 1;
 /// `mnem_open` flag: open for reading only; every write returns `MNEM_STATUS_READ_ONLY`.
 pub const MNEM_OPEN_READ_ONLY: u32 = 2;
-
-/// A status code: one of the `MNEM_STATUS_*` values.
-pub type mnem_status = i32;
-/// Success.
-pub const MNEM_STATUS_OK: mnem_status = 0;
-/// An argument is NULL, not UTF-8, malformed JSON, out of range, or otherwise invalid; the
-/// message names it. Nothing was changed.
-pub const MNEM_STATUS_INVALID_ARGUMENT: mnem_status = 1;
-/// The output buffer is too small; `*out_len` holds the exact size needed.
-pub const MNEM_STATUS_BUFFER_TOO_SMALL: mnem_status = 2;
-/// The store does not exist (and `MNEM_OPEN_CREATE` was not given).
-pub const MNEM_STATUS_NOT_FOUND: mnem_status = 3;
-/// The store is already open, in this process or another.
-pub const MNEM_STATUS_BUSY: mnem_status = 4;
-/// A write on a handle opened with `MNEM_OPEN_READ_ONLY`.
-pub const MNEM_STATUS_READ_ONLY: mnem_status = 5;
-/// The operating system or the storage engine failed to read or write.
-pub const MNEM_STATUS_IO: mnem_status = 6;
-/// Stored data is damaged.
-pub const MNEM_STATUS_CORRUPTION: mnem_status = 7;
-/// The store was written by a newer on-disk format.
-pub const MNEM_STATUS_INCOMPATIBLE: mnem_status = 8;
-/// A bug in mnem (a caught panic). The handle is poisoned: every later call on it returns
-/// `MNEM_STATUS_INTERNAL`; only `mnem_free` remains useful.
-pub const MNEM_STATUS_INTERNAL: mnem_status = 100;
 
 /// An open store. Opaque; created by `mnem_open`, destroyed by `mnem_free`.
 pub struct mnem_store {
@@ -89,7 +66,7 @@ fn fill_error(err: *mut mnem_error, status: Status, message: &str) {
     while !message.is_char_boundary(n) {
         n -= 1;
     }
-    // SAFETY: `err` is non-NULL and, per the documented contract, points to a writable
+    // SAFETY: `err` is non-NULL and, as include/mnem.h requires of `err`, points to a writable
     // `mnem_error`; we write within its `message` array (n < CAP) and its scalar fields.
     unsafe {
         (*err).code = status as i32;
@@ -101,21 +78,21 @@ fn fill_error(err: *mut mnem_error, status: Status, message: &str) {
 }
 
 /// Run `f` behind the panic boundary and report its outcome through `err`.
-fn guard(err: *mut mnem_error, store: Option<&mnem_store>, f: impl FnOnce() -> Result<()>) -> mnem_status {
+fn guard(err: *mut mnem_error, store: Option<&mnem_store>, f: impl FnOnce() -> Result<()>) -> Status {
     if let Some(s) = store {
         if s.poisoned.load(Ordering::Acquire) {
             fill_error(err, Status::Internal, "the handle is poisoned by an earlier internal error; free it");
-            return MNEM_STATUS_INTERNAL;
+            return Status::Internal;
         }
     }
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => {
             fill_error(err, Status::Ok, "");
-            MNEM_STATUS_OK
+            Status::Ok
         }
         Ok(Err(e)) => {
             fill_error(err, e.status, &e.message);
-            e.status as i32
+            e.status
         }
         Err(panic) => {
             if let Some(s) = store {
@@ -127,7 +104,7 @@ fn guard(err: *mut mnem_error, store: Option<&mnem_store>, f: impl FnOnce() -> R
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             fill_error(err, Status::Internal, &format!("internal error (panic): {what}"));
-            MNEM_STATUS_INTERNAL
+            Status::Internal
         }
     }
 }
@@ -143,7 +120,7 @@ fn text<'a>(s: mnem_str, what: &str) -> Result<&'a str> {
         return Err(Error::invalid(format!("`{what}` has an impossible length")));
     }
     // SAFETY: non-NULL, and the caller guarantees `len` readable bytes at `ptr` for the
-    // duration of the call (the documented `mnem_str` contract); the slice does not outlive it.
+    // duration of the call (the `mnem_str` rule of include/mnem.h); the slice does not outlive it.
     let bytes = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
     std::str::from_utf8(bytes)
         .map_err(|e| Error::invalid(format!("`{what}` is not valid UTF-8 (at byte {})", e.valid_up_to())))
@@ -175,8 +152,8 @@ fn namespace(app: mnem_str, user: mnem_str) -> Result<Namespace> {
 }
 
 fn store_ref<'a>(store: *const mnem_store) -> Option<&'a mnem_store> {
-    // SAFETY: a non-NULL handle came from `mnem_open` and, per the contract, is not freed
-    // while any call on it runs.
+    // SAFETY: a non-NULL handle came from `mnem_open` and, by the THREADS rule of
+    // include/mnem.h, is not freed while any call on it runs.
     unsafe { store.as_ref() }
 }
 
@@ -185,7 +162,7 @@ fn need_store(store: Option<&mnem_store>) -> Result<&Mnem> {
 }
 
 fn set_count(out: *mut u64, n: u64) {
-    // SAFETY: a non-NULL counter pointer points to a writable u64 (documented contract).
+    // SAFETY: a non-NULL counter pointer points to a writable u64 (include/mnem.h).
     if let Some(o) = unsafe { out.as_mut() } {
         *o = n;
     }
@@ -204,7 +181,7 @@ impl Out {
         if len.is_null() {
             return Err(Error::invalid("`out_len` is NULL"));
         }
-        // SAFETY: non-NULL `out_len` points to a writable size_t (documented contract).
+        // SAFETY: non-NULL `out_len` points to a writable size_t (include/mnem.h).
         unsafe { *len = 0 };
         if out.is_null() && cap > 0 {
             return Err(Error::invalid("`out` is NULL but `out_cap` is not 0"));
@@ -240,15 +217,15 @@ fn read_call(
     out_len: *mut usize,
     err: *mut mnem_error,
     f: impl FnOnce(&Mnem) -> Result<Vec<u8>>,
-) -> mnem_status {
+) -> Status {
     let s = store_ref(store);
     let status = guard(err, s, || {
         let o = Out::new(out, out_cap, out_len)?;
         let bytes = f(need_store(s)?)?;
         o.write(&bytes)
     });
-    if status != MNEM_STATUS_OK && status != MNEM_STATUS_BUFFER_TOO_SMALL && !out_len.is_null() {
-        // SAFETY: non-NULL `out_len` points to a writable size_t (documented contract).
+    if status != Status::Ok && status != Status::BufferTooSmall && !out_len.is_null() {
+        // SAFETY: non-NULL `out_len` points to a writable size_t (include/mnem.h).
         unsafe { *out_len = 0 };
     }
     status
@@ -266,23 +243,19 @@ pub extern "C" fn mnem_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
-/// The name of a status ("OK", "INVALID_ARGUMENT", ...), or "UNKNOWN"; static, never free it.
+/// The name of a status without its `MNEM_STATUS_` prefix ("OK", "INVALID_ARGUMENT", ...),
+/// or "UNKNOWN" for any other integer; static, never free it.
 #[no_mangle]
 pub extern "C" fn mnem_status_name(status: i32) -> *const c_char {
-    let name: &'static std::ffi::CStr = match Status::from_code(status) {
-        Some(Status::Ok) => c"OK",
-        Some(Status::InvalidArgument) => c"INVALID_ARGUMENT",
-        Some(Status::BufferTooSmall) => c"BUFFER_TOO_SMALL",
-        Some(Status::NotFound) => c"NOT_FOUND",
-        Some(Status::Busy) => c"BUSY",
-        Some(Status::ReadOnly) => c"READ_ONLY",
-        Some(Status::Io) => c"IO",
-        Some(Status::Corruption) => c"CORRUPTION",
-        Some(Status::Incompatible) => c"INCOMPATIBLE",
-        Some(Status::Internal) => c"INTERNAL",
-        None => c"UNKNOWN",
-    };
-    name.as_ptr()
+    Status::from_code(status).map_or(c"UNKNOWN", Status::c_name).as_ptr()
+}
+
+/// A one-line description of a status ("stored data is damaged", ...), or "unknown status"
+/// for any other integer; static, never free it. `mnem_error.message` is more specific: use
+/// this only where no message is at hand.
+#[no_mangle]
+pub extern "C" fn mnem_status_message(status: i32) -> *const c_char {
+    Status::from_code(status).map_or(c"unknown status", Status::default_message).as_ptr()
 }
 
 fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
@@ -315,7 +288,7 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
 /// On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
 /// Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, bad path or
 /// options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
-/// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO.
+/// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_open(
     path: mnem_str,
@@ -323,12 +296,14 @@ pub extern "C" fn mnem_open(
     options_json: mnem_str,
     out_store: *mut *mut mnem_store,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     guard(err, None, || {
         if out_store.is_null() {
             return Err(Error::invalid("`out_store` is NULL"));
         }
         set_handle(out_store, std::ptr::null_mut());
+        #[cfg(feature = "fault-injection")]
+        fault::open_hook();
         let path = text(path, "path")?;
         let opts = parse_open_options(text(options_json, "options_json")?, flags)?;
         let mnem = Mnem::open(path, opts)?;
@@ -339,9 +314,10 @@ pub extern "C" fn mnem_open(
 }
 
 /// Make every write acknowledged so far durable (fsync of the write-ahead log).
-/// A no-op on a read-only handle. Returns OK, INVALID_ARGUMENT (NULL store), IO, INTERNAL.
+/// A no-op on a read-only handle.
+/// Returns OK; INVALID_ARGUMENT (NULL store); BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
-pub extern "C" fn mnem_flush(store: *mut mnem_store, err: *mut mnem_error) -> mnem_status {
+pub extern "C" fn mnem_flush(store: *mut mnem_store, err: *mut mnem_error) -> Status {
     let s = store_ref(store);
     guard(err, s, || need_store(s)?.flush())
 }
@@ -357,14 +333,14 @@ pub extern "C" fn mnem_free(store: *mut mnem_store) {
 }
 
 fn set_handle(out_store: *mut *mut mnem_store, handle: *mut mnem_store) {
-    // SAFETY: callers pass a non-NULL `out_store`, which per the contract points to a
-    // writable pointer.
+    // SAFETY: callers pass a non-NULL `out_store`, which include/mnem.h requires to
+    // point to a writable pointer.
     unsafe { *out_store = handle };
 }
 
 fn take_handle(store: *mut mnem_store) -> Box<mnem_store> {
-    // SAFETY: the non-NULL handle came from `Box::into_raw` in `mnem_open` and, per the
-    // contract, is freed once with no call running on it.
+    // SAFETY: the non-NULL handle came from `Box::into_raw` in `mnem_open` and, as
+    // include/mnem.h requires of `mnem_free`, is freed once with no call running on it.
     unsafe { Box::from_raw(store) }
 }
 
@@ -383,8 +359,8 @@ fn copy_ids(out_ids: *mut u8, ids: &[uuid::Uuid]) {
 /// already exists keeps its place in the tie order of `mnem_search`.
 /// `*out_stored` (may be NULL) receives the number of events the bucket now holds.
 /// Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
-/// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; IO;
-/// INTERNAL.
+/// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; BUSY;
+/// IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_add_session(
     store: *mut mnem_store,
@@ -394,7 +370,7 @@ pub extern "C" fn mnem_add_session(
     events_jsonl: mnem_str,
     out_stored: *mut u64,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     let s = store_ref(store);
     set_count(out_stored, 0);
     guard(err, s, || {
@@ -413,7 +389,7 @@ pub extern "C" fn mnem_add_session(
 /// events expire), `tags` (array of strings) and `episode_type` (string, default "event")
 /// and ignores other keys. `*out_added` (may be NULL) receives the number appended.
 /// Returns OK; INVALID_ARGUMENT (as for `mnem_add_session`, or a mistyped known metadata key);
-/// READ_ONLY; IO; INTERNAL.
+/// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_add_events(
     store: *mut mnem_store,
@@ -424,7 +400,7 @@ pub extern "C" fn mnem_add_events(
     custom_metadata_json: mnem_str,
     out_added: *mut u64,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     let s = store_ref(store);
     set_count(out_added, 0);
     guard(err, s, || {
@@ -445,7 +421,7 @@ pub extern "C" fn mnem_add_events(
 /// `memory_id` from every bucket of the namespace, and block that id from later adds for
 /// good. An empty id is a no-op; an id that removes nothing records no tombstone.
 /// `*out_deleted` (may be NULL) receives the number removed.
-/// Returns OK; INVALID_ARGUMENT; READ_ONLY; IO; INTERNAL.
+/// Returns OK; INVALID_ARGUMENT; READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_delete_memory(
     store: *mut mnem_store,
@@ -454,7 +430,7 @@ pub extern "C" fn mnem_delete_memory(
     memory_id: mnem_str,
     out_deleted: *mut u64,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     let s = store_ref(store);
     set_count(out_deleted, 0);
     guard(err, s, || {
@@ -473,8 +449,8 @@ pub extern "C" fn mnem_delete_memory(
 /// with `mnem_put_episodes`) come after every bucket, in UUID order. `content` is the JSON
 /// that was ingested, byte for byte; `timestamp` is formatted in the process's local time
 /// zone like Python's `datetime.fromtimestamp(ts).isoformat()`.
-/// Returns OK; BUFFER_TOO_SMALL (`*out_len` = bytes needed); INVALID_ARGUMENT; IO;
-/// CORRUPTION; INTERNAL.
+/// Returns OK; BUFFER_TOO_SMALL (`*out_len` = bytes needed); INVALID_ARGUMENT; BUSY;
+/// IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_search(
     store: *const mnem_store,
@@ -485,7 +461,7 @@ pub extern "C" fn mnem_search(
     out_cap: usize,
     out_len: *mut usize,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     read_call(store, out, out_cap, out_len, err, |m| m.search(&namespace(app, user)?, text(query, "query")?))
 }
 
@@ -503,7 +479,7 @@ pub extern "C" fn mnem_search(
 /// Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
 /// an episode over 64 MiB, `out_ids_cap` < 16 × lines: the message names the line and
 /// field, nothing is written);
-/// READ_ONLY; IO; INTERNAL.
+/// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_put_episodes(
     store: *mut mnem_store,
@@ -513,7 +489,7 @@ pub extern "C" fn mnem_put_episodes(
     out_ids: *mut u8,
     out_ids_cap: usize,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     let s = store_ref(store);
     guard(err, s, || {
         let m = need_store(s)?;
@@ -540,7 +516,8 @@ pub extern "C" fn mnem_put_episodes(
 /// Delete episodes: one JSON string UUID per line. Each becomes a tombstone (a new revision
 /// without its text, content or vector); unknown or already deleted ids are skipped.
 /// `*out_deleted` (may be NULL) receives the number deleted.
-/// Returns OK; INVALID_ARGUMENT (a line that is not a UUID string, named); READ_ONLY; IO; INTERNAL.
+/// Returns OK; INVALID_ARGUMENT (a line that is not a UUID string, named); READ_ONLY; BUSY;
+/// IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_delete_episodes(
     store: *mut mnem_store,
@@ -549,7 +526,7 @@ pub extern "C" fn mnem_delete_episodes(
     ids_jsonl: mnem_str,
     out_deleted: *mut u64,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     let s = store_ref(store);
     set_count(out_deleted, 0);
     guard(err, s, || {
@@ -567,7 +544,7 @@ pub extern "C" fn mnem_delete_episodes(
 /// "tag"}`; text without terms returns no results. Writes
 /// `{"results":[{"record":Episode,"score":f64}...]}`, score descending, ties by UUID.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, text over 4096
-/// bytes or 64 terms); IO; CORRUPTION; INTERNAL.
+/// bytes or 64 terms); BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_keyword_search(
     store: *const mnem_store,
@@ -578,7 +555,7 @@ pub extern "C" fn mnem_keyword_search(
     out_cap: usize,
     out_len: *mut usize,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     read_call(store, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
@@ -602,7 +579,7 @@ pub extern "C" fn mnem_keyword_search(
 /// the one look-ahead record.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (any rule above, an unknown key, a
 /// malformed `after`, blank or punctuation-only text, a byte budget that cannot fit the first
-/// record: the message names the field); IO; CORRUPTION; INTERNAL.
+/// record: the message names the field); BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_lexical_page(
     store: *const mnem_store,
@@ -613,7 +590,7 @@ pub extern "C" fn mnem_lexical_page(
     out_cap: usize,
     out_len: *mut usize,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     read_call(store, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = LexicalQuery::parse(text(query_json, "query_json")?)?;
@@ -623,11 +600,11 @@ pub extern "C" fn mnem_lexical_page(
     })
 }
 
-/// Substring search (the seed's `search_episodes`): visible episodes whose primary,
+/// Substring search (Rust: `Mnem::search_episodes`): visible episodes whose primary,
 /// secondary or context text contains `text`, compared in lowercase. Query `{"text"
 /// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`. Writes
 /// `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly creation order).
-/// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; IO; CORRUPTION; INTERNAL.
+/// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_substring_search(
     store: *const mnem_store,
@@ -638,7 +615,7 @@ pub extern "C" fn mnem_substring_search(
     out_cap: usize,
     out_len: *mut usize,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     read_call(store, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
@@ -659,7 +636,7 @@ pub extern "C" fn mnem_substring_search(
 /// `{"results":[{"record","score","keyword_score","semantic_score"}...]}` where the last two
 /// are the rank contributions, not raw BM25 or similarity.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (weight, vector dimension, unknown key...);
-/// IO; CORRUPTION; INTERNAL.
+/// BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_hybrid_search(
     store: *const mnem_store,
@@ -670,7 +647,7 @@ pub extern "C" fn mnem_hybrid_search(
     out_cap: usize,
     out_len: *mut usize,
     err: *mut mnem_error,
-) -> mnem_status {
+) -> Status {
     read_call(store, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = HybridQuery::parse(text(query_json, "query_json")?)?;
@@ -701,7 +678,7 @@ mod tests {
     fn open_memory() -> *mut mnem_store {
         let mut store = null_mut();
         let mut err = new_error();
-        assert_eq!(mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(""), &mut store, &mut err), MNEM_STATUS_OK);
+        assert_eq!(mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(""), &mut store, &mut err), Status::Ok);
         assert_eq!((err.code, err.detail, message(&err).as_str()), (0, 0, ""));
         store
     }
@@ -711,12 +688,12 @@ mod tests {
         let store = open_memory();
         let mut err = new_error();
         let status = guard(&mut err, store_ref(store), || panic!("boom"));
-        assert_eq!(status, MNEM_STATUS_INTERNAL);
+        assert_eq!(status, Status::Internal);
         assert!(message(&err).contains("boom"));
         let mut len = 99;
         let st = mnem_search(store, s("a"), s("u"), s("q"), null_mut(), 0, &mut len, &mut err);
-        assert_eq!((st, err.code, len), (MNEM_STATUS_INTERNAL, MNEM_STATUS_INTERNAL, 0));
-        assert_eq!(mnem_flush(store, &mut err), MNEM_STATUS_INTERNAL);
+        assert_eq!((st, err.code, len), (Status::Internal, Status::Internal as i32, 0));
+        assert_eq!(mnem_flush(store, &mut err), Status::Internal);
         mnem_free(store);
     }
 
@@ -736,29 +713,29 @@ mod tests {
         let mut err = new_error();
         let mut len = 0;
         let st = mnem_search(store, s("a"), s("u"), s("q"), null_mut(), 0, &mut len, &mut err);
-        assert_eq!((st, len), (MNEM_STATUS_BUFFER_TOO_SMALL, br#"{"memories":[]}"#.len()));
+        assert_eq!((st, len), (Status::BufferTooSmall, br#"{"memories":[]}"#.len()));
         let mut buf = vec![0xAAu8; len - 1];
         let st = mnem_search(store, s("a"), s("u"), s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
-        assert_eq!(st, MNEM_STATUS_BUFFER_TOO_SMALL);
+        assert_eq!(st, Status::BufferTooSmall);
         assert!(buf.iter().all(|&b| b == 0xAA), "untouched on BUFFER_TOO_SMALL");
         let mut buf = vec![0u8; len];
         let st = mnem_search(store, s("a"), s("u"), s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
-        assert_eq!((st, &buf[..len]), (MNEM_STATUS_OK, &br#"{"memories":[]}"#[..]));
+        assert_eq!((st, &buf[..len]), (Status::Ok, &br#"{"memories":[]}"#[..]));
         let st = mnem_search(store, s("a"), s("u"), s("q"), null_mut(), 5, &mut len, &mut err);
-        assert_eq!((st, len), (MNEM_STATUS_INVALID_ARGUMENT, 0));
+        assert_eq!((st, len), (Status::InvalidArgument, 0));
         let mut stored = 9;
         let batch = b"{\"id\":\"a\",\"content\":{\"parts\":[{\"text\":\"x\"}]}}\n{\"id\":\"\xff\"}";
         let batch = mnem_str { ptr: batch.as_ptr(), len: batch.len() };
         let st = mnem_add_session(store, s("a"), s("u"), s("s"), batch, &mut stored, &mut err);
-        assert_eq!((st, stored), (MNEM_STATUS_INVALID_ARGUMENT, 0));
+        assert_eq!((st, stored), (Status::InvalidArgument, 0));
         assert!(message(&err).contains("line 2"), "{}", message(&err));
         let bad = mnem_str { ptr: b"\xff".as_ptr(), len: 1 };
         let st = mnem_search(store, bad, s("u"), s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
-        assert_eq!((st, len), (MNEM_STATUS_INVALID_ARGUMENT, 0));
+        assert_eq!((st, len), (Status::InvalidArgument, 0));
         assert!(message(&err).contains("app_name"));
         let null = mnem_str { ptr: std::ptr::null(), len: 3 };
         let st = mnem_search(store, s("a"), null, s("q"), buf.as_mut_ptr(), buf.len(), &mut len, &mut err);
-        assert_eq!(st, MNEM_STATUS_INVALID_ARGUMENT);
+        assert_eq!(st, Status::InvalidArgument);
         assert!(message(&err).contains("user_id"));
         mnem_free(store);
         mnem_free(null_mut());
@@ -768,15 +745,15 @@ mod tests {
     fn open_rejects_bad_flags_and_options() {
         let mut store = null_mut();
         let mut err = new_error();
-        assert_eq!(mnem_open(s(":memory:"), 4, s(""), &mut store, &mut err), MNEM_STATUS_INVALID_ARGUMENT);
+        assert_eq!(mnem_open(s(":memory:"), 4, s(""), &mut store, &mut err), Status::InvalidArgument);
         assert!(store.is_null() && message(&err).contains("flag"));
         for opts in [r#"{"sync_writes":1}"#, r#"{"sync":true}"#, "{", "[]"] {
             let st = mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(opts), &mut store, &mut err);
-            assert_eq!(st, MNEM_STATUS_INVALID_ARGUMENT, "{opts}");
+            assert_eq!(st, Status::InvalidArgument, "{opts}");
         }
-        assert_eq!(mnem_open(s(":memory:"), 0, s(""), null_mut(), null_mut()), MNEM_STATUS_INVALID_ARGUMENT);
+        assert_eq!(mnem_open(s(":memory:"), 0, s(""), null_mut(), null_mut()), Status::InvalidArgument);
         let st = mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(r#"{"sync_writes":true}"#), &mut store, null_mut());
-        assert_eq!(st, MNEM_STATUS_OK);
+        assert_eq!(st, Status::Ok);
         mnem_free(store);
     }
 }
