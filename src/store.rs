@@ -60,6 +60,11 @@ impl Store {
         db_opts.create_missing_column_families(true);
         db_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         let (dir, lock, env) = if path == MEMORY_PATH {
+            if opts.read_only {
+                return Err(Error::invalid(
+                    "a :memory: store is new and empty at every open, so it cannot be opened read-only",
+                ));
+            }
             let env = Env::mem_env()?;
             db_opts.set_env(&env);
             ("/mnem-memory".to_string(), None, Some(env))

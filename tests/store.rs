@@ -138,3 +138,10 @@ fn records_larger_than_the_largest_page_budget_are_rejected() {
     assert!(m.keyword_search(&ns, &mnem::KeywordQuery::new("ok")).unwrap().is_empty(), "nothing was written");
     assert_eq!(m.session_event_ids(&ns, "s").unwrap(), None);
 }
+
+#[test]
+fn a_memory_store_cannot_be_opened_read_only() {
+    let e = Mnem::open(":memory:", READ_ONLY).err().unwrap();
+    assert_eq!(e.status, Status::InvalidArgument);
+    assert!(e.message.contains(":memory:"), "{}", e.message);
+}

@@ -286,8 +286,8 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
 /// until `mnem_flush`.
 ///
 /// On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
-/// Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, bad path or
-/// options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
+/// Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, `:memory:`
+/// with `MNEM_OPEN_READ_ONLY`, bad path or options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
 /// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_open(
@@ -355,8 +355,10 @@ fn copy_ids(out_ids: *mut u8, ids: &[uuid::Uuid]) {
 /// ADK `add_session_to_memory`: replace the bucket of `session_id` in namespace
 /// `(app, user)` with the events of `events_jsonl` (one ADK `Event` JSON object per line,
 /// as `Event.model_dump_json()` writes it). Events without `content` or with empty
-/// `content.parts` are skipped, as are ids removed by `mnem_delete_memory`. A bucket that
-/// already exists keeps its place in the tie order of `mnem_search`.
+/// `content.parts` are skipped, as are ids removed by `mnem_delete_memory`. The bucket is
+/// replaced wholesale: afterwards it holds exactly these events, stored as this function
+/// stores them (no tags, no expiry), whatever `mnem_add_events` stored for the same ids
+/// before. A bucket that already exists keeps its place in the tie order of `mnem_search`.
 /// `*out_stored` (may be NULL) receives the number of events the bucket now holds.
 /// Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
 /// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; BUSY;
@@ -471,6 +473,10 @@ pub extern "C" fn mnem_search(
 /// `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
 /// `content` (any JSON), `embedding` (array of numbers: the namespace's first vector fixes
 /// the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
+/// An episode of type "memory" is an ADK memory, reported by `mnem_search` under its
+/// `event_id` (else its UUID): a line whose memory id was removed by `mnem_delete_memory`
+/// is refused (INVALID_ARGUMENT naming the line, nothing written), so a deleted memory
+/// never returns, whichever call writes it.
 /// The whole batch is validated, then written atomically.
 /// `out_ids` receives the 16 raw bytes of each line's id in line order; NULL with
 /// `out_ids_cap` 0 when not wanted.
@@ -630,8 +636,8 @@ pub extern "C" fn mnem_substring_search(
 /// "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
 /// is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
 /// default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a
-/// zero-weight channel takes no part; without `vector`, or without vectors in the namespace,
-/// the lexical weight is 1. Each channel contributes `w / (60 + rank)` (rank from 1), summed
+/// zero-weight channel takes no part; without `vector`, or without a live vector in the
+/// namespace (all deleted or expired counts as none), the lexical weight is 1. Each channel contributes `w / (60 + rank)` (rank from 1), summed
 /// in f64, ties by ascending UUID. Limit 0 or blank text returns no results. Writes
 /// `{"results":[{"record","score","keyword_score","semantic_score"}...]}` where the last two
 /// are the rank contributions, not raw BM25 or similarity.
