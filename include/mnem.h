@@ -14,8 +14,8 @@
  *    grow the buffer and call again (every call with an output buffer is a read). On any
  *    other status `*out_len` is 0. `out` may be NULL only when `out_cap` is 0.
  *  - Batches are JSON Lines (one value per line; lines of only spaces, tabs and CR are
- *    skipped, and bindings count lines by that rule). A batch is
- *    validated whole, then committed in one atomic write: one bad line rejects the batch
+ *    skipped, and bindings count lines by that rule), at most 256 MiB per call (larger
+ *    is MNEM_STATUS_INVALID_ARGUMENT: split it). A batch is validated whole, then committed in one atomic write: one bad line rejects the batch
  *    with MNEM_STATUS_INVALID_ARGUMENT naming the line, and nothing is written.
  *    Unknown keys in objects mnem defines (options, queries, episodes) are errors; unknown
  *    fields inside ADK Event/Content JSON are kept.
@@ -250,8 +250,8 @@ mnem_status mnem_search(const struct mnem_store *store,
 // `id` (UUID; omitted: a new UUIDv7), `episode_type` (default "episode"), `tags`,
 // `primary`, `secondary`, `context` (the searchable text), `metadata` (object),
 // `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
-// `content` (any JSON), `embedding` (array of numbers: the namespace's first vector fixes
-// the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
+// `content` (any JSON), `embedding` (array of 1 to 16,384 numbers: the namespace's first
+// vector fixes the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
 // An episode of type "memory" is an ADK memory, reported by `mnem_search` under its
 // `event_id` (else its UUID): a line whose memory id was removed by `mnem_delete_memory`
 // is refused (INVALID_ARGUMENT naming the line, nothing written), so a deleted memory
@@ -339,7 +339,7 @@ mnem_status mnem_substring_search(const struct mnem_store *store,
                                   struct mnem_error *err);
 
 // Hybrid search: BM25 and approximate nearest neighbours (HNSW, cosine) fused by weighted
-// reciprocal rank fusion. Query `{"text", "vector" (optional array of numbers),
+// reciprocal rank fusion. Query `{"text", "vector" (optional array of up to 16,384 numbers),
 // "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
 // is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
 // default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a

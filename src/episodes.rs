@@ -115,10 +115,20 @@ pub fn parse_episode_line(line: &str) -> Result<EpisodeInput> {
     Ok(e)
 }
 
+/// The most dimensions an embedding may have: above today's largest embedding models
+/// (a few thousand), while bounding what one vector costs the namespace's index.
+pub const MAX_DIMENSION: usize = 16_384;
+
 /// Check an embedding and return its dimension.
 pub fn check_embedding(v: &[f32]) -> Result<u32> {
     if v.is_empty() {
         return Err(Error::invalid("`embedding` is empty"));
+    }
+    if v.len() > MAX_DIMENSION {
+        return Err(Error::invalid(format!(
+            "`embedding` has {} dimensions; at most {MAX_DIMENSION} are accepted",
+            v.len()
+        )));
     }
     if v.iter().any(|x| !x.is_finite()) {
         return Err(Error::invalid("`embedding` has a value that is not a finite f32"));
@@ -126,7 +136,7 @@ pub fn check_embedding(v: &[f32]) -> Result<u32> {
     if v.iter().all(|x| *x == 0.0) {
         return Err(Error::invalid("`embedding` is the zero vector, which has no direction for cosine similarity"));
     }
-    u32::try_from(v.len()).map_err(|_| Error::invalid("`embedding` is too long"))
+    Ok(v.len() as u32)
 }
 
 /// The parts of an episode's current revision that its next revision carries on.
@@ -336,12 +346,12 @@ pub(crate) fn holds(view: &RecordView<'_>, input: &EpisodeInput) -> bool {
 
 /// Parse a `mnem_put_episodes` buffer whole; errors name the line.
 pub fn parse_episode_lines(jsonl: &str) -> Result<Vec<EpisodeInput>> {
-    json::lines(jsonl).map(|(n, l)| parse_episode_line(l).map_err(|e| e.context(format!("line {n}")))).collect()
+    json::lines(jsonl)?.map(|(n, l)| parse_episode_line(l).map_err(|e| e.context(format!("line {n}")))).collect()
 }
 
 /// Parse a `mnem_delete_episodes` buffer: one JSON string UUID per line.
 pub fn parse_id_lines(jsonl: &str) -> Result<Vec<Uuid>> {
-    json::lines(jsonl)
+    json::lines(jsonl)?
         .map(|(n, l)| {
             let s: String = serde_json::from_str(l)
                 .map_err(|_| Error::invalid(format!("line {n}: expected a JSON string holding a UUID")))?;

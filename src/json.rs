@@ -108,14 +108,25 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Iterate the non-blank lines of a JSON Lines buffer with their 1-based line numbers.
+/// The largest JSON Lines batch one call accepts: a batch is parsed whole and committed as
+/// one write under the store's write lock, so one call must stay a bounded amount of work.
+pub const MAX_BATCH_BYTES: usize = 256 << 20;
+
+/// Iterate the non-blank lines of a JSON Lines batch with their 1-based line numbers.
 /// Blank means JSON whitespace only (space, tab, CR): bindings count lines by the same
 /// rule to size `mnem_put_episodes`' id buffer, so it must not depend on Unicode tables.
-pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split('\n')
+pub fn lines(text: &str) -> Result<impl Iterator<Item = (usize, &str)>> {
+    if text.len() > MAX_BATCH_BYTES {
+        return Err(Error::invalid(format!(
+            "the batch is {} bytes; one call accepts at most {MAX_BATCH_BYTES} (256 MiB): split it",
+            text.len()
+        )));
+    }
+    Ok(text
+        .split('\n')
         .enumerate()
         .filter(|(_, l)| !l.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')))
-        .map(|(i, l)| (i + 1, l))
+        .map(|(i, l)| (i + 1, l)))
 }
 
 pub fn push_str(out: &mut Vec<u8>, s: &str) {

@@ -178,3 +178,36 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+#[test]
+fn a_batch_over_256_mib_is_refused_before_parsing() {
+    let m = mem();
+    let mut big = ev("a", "small");
+    big.push('\n');
+    big.push_str(&" ".repeat((256 << 20) + 1 - big.len()));
+    let errors = [
+        m.add_session(&ns(), "s", &big).unwrap_err(),
+        m.add_events(&ns(), "s", &big, "").unwrap_err(),
+        mnem::input::parse_episode_lines(&big).unwrap_err(),
+        mnem::input::parse_id_lines(&big).unwrap_err(),
+    ];
+    for e in errors {
+        assert_eq!(e.status, Status::InvalidArgument);
+        assert!(e.message.contains("268435457 bytes") && e.message.contains("split"), "{}", e.message);
+    }
+    big.truncate(256 << 20);
+    assert_eq!(m.add_events(&ns(), "s", &big, "").unwrap(), 1, "exactly 256 MiB is accepted");
+}
+
+#[test]
+fn an_embedding_over_16384_dimensions_is_refused() {
+    let m = mem();
+    let v = |n: usize| EpisodeInput { primary: "x".into(), embedding: Some(vec![0.5; n]), ..Default::default() };
+    let e = m.put_episodes(&ns(), vec![v(16_385)]).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArgument);
+    assert!(e.message.contains("16385 dimensions") && e.message.contains("line 1"), "{}", e.message);
+    m.put_episodes(&ns(), vec![v(16_384)]).unwrap();
+    let q = mnem::HybridQuery { vector: Some(vec![0.5; 16_385]), ..mnem::HybridQuery::new("x") };
+    let e = m.hybrid_search(&ns(), &q).unwrap_err();
+    assert!(e.message.contains("`vector` has 16385 dimensions"), "{}", e.message);
+}

@@ -61,7 +61,7 @@ impl EventOptions {
 fn parse_events(jsonl: &str) -> Result<Vec<(usize, AdkEvent)>> {
     let now = now_ms() as f64 / 1000.0;
     let mut out = Vec::new();
-    for (n, line) in json::lines(jsonl) {
+    for (n, line) in json::lines(jsonl)? {
         if let Some(e) = event::parse_event(line, now).map_err(|e| e.context(line_context(n)))? {
             out.push((n, e));
         }

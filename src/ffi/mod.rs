@@ -471,8 +471,8 @@ pub extern "C" fn mnem_search(
 /// `id` (UUID; omitted: a new UUIDv7), `episode_type` (default "episode"), `tags`,
 /// `primary`, `secondary`, `context` (the searchable text), `metadata` (object),
 /// `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
-/// `content` (any JSON), `embedding` (array of numbers: the namespace's first vector fixes
-/// the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
+/// `content` (any JSON), `embedding` (array of 1 to 16,384 numbers: the namespace's first
+/// vector fixes the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
 /// An episode of type "memory" is an ADK memory, reported by `mnem_search` under its
 /// `event_id` (else its UUID): a line whose memory id was removed by `mnem_delete_memory`
 /// is refused (INVALID_ARGUMENT naming the line, nothing written), so a deleted memory
@@ -632,7 +632,7 @@ pub extern "C" fn mnem_substring_search(
 }
 
 /// Hybrid search: BM25 and approximate nearest neighbours (HNSW, cosine) fused by weighted
-/// reciprocal rank fusion. Query `{"text", "vector" (optional array of numbers),
+/// reciprocal rank fusion. Query `{"text", "vector" (optional array of up to 16,384 numbers),
 /// "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
 /// is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
 /// default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a
