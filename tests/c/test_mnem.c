@@ -1,8 +1,11 @@
 /* C ABI conformance test for libmnem: every exported function, its bad-input paths and the
- * conventions of ../../../shared/design/contract.md section 2. Run by scripts/test-c. */
+ * conventions of include/mnem.h (statuses, the error struct, output buffers, NULL and UTF-8
+ * checks), plus stores this build cannot trust (newer format, damaged records and table
+ * files). Run by scripts/test-c, which passes MNEM_TEST_VERSION and MNEM_TEST_FIXTURES. */
 #define _GNU_SOURCE
 #include "mnem.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -252,7 +255,7 @@ static int nres_(const char *file, int line, read_fn fn, const mnem_store *s, mn
 }
 #define NRES(fn, s, app, user, q) nres_(__FILE__, __LINE__, (fn), (s), (app), (user), (q))
 
-/* Output-buffer convention of section 2 for one read call whose output is non-empty. */
+/* The output-buffer convention of include/mnem.h, for one read call whose output is non-empty. */
 static void buffer_convention(const char *name, read_fn fn, const mnem_store *s, mnem_str app,
                               mnem_str user, mnem_str q, mnem_str bad_q) {
   CTX("%s", name);
@@ -341,6 +344,18 @@ static mnem_store *open_memory(void) {
 
 /* ---- static data ----------------------------------------------------------------------- */
 
+/* Everything scripts/test-c passes in: the version Cargo.toml names, the stores written by
+ * examples/c_fixtures.rs. Missing values fail the tests that need them (never skipped). */
+static const char *env_or_fail(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !v[0]) {
+    g_fail++;
+    fprintf(stderr, "FAIL: %s is not set (run this program through scripts/test-c)\n", name);
+    return NULL;
+  }
+  return v;
+}
+
 static void test_static(void) {
   CHECK(mnem_abi_version() == MNEM_ABI_VERSION);
   CHECK(MNEM_ABI_VERSION == 1);
@@ -349,8 +364,11 @@ static void test_static(void) {
   CHECK(sizeof(mnem_error) == 8 + MNEM_ERROR_MESSAGE_CAP);
   CHECK(offsetof(mnem_error, detail) == 4 && offsetof(mnem_error, message) == 8);
   CHECK(sizeof(mnem_str) == 2 * sizeof(void *));
+  /* The version is the crate's, NUL-terminated, and one static string. */
   const char *v = mnem_version();
-  CHECK(v != NULL && v[0] != '\0');
+  const char *want_version = env_or_fail("MNEM_TEST_VERSION");
+  CHECK(v != NULL && want_version != NULL && strcmp(v, want_version) == 0);
+  CHECK(mnem_version() == v);
   const struct {
     int32_t st;
     int32_t value;
@@ -367,11 +385,15 @@ static void test_static(void) {
       {MNEM_STATUS_INCOMPATIBLE, 8, "INCOMPATIBLE"},
       {MNEM_STATUS_INTERNAL, 100, "INTERNAL"},
   };
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+  enum { NNAMES = sizeof names / sizeof names[0] };
+  const char *kept[NNAMES];
+  for (size_t i = 0; i < NNAMES; i++) {
     CTX("status %d", (int)names[i].value);
     const char *n = mnem_status_name(names[i].st);
+    kept[i] = n;
     CHECK(names[i].st == names[i].value);
     CHECK(n != NULL && strcmp(n, names[i].name) == 0);
+    CHECK(mnem_status_name(names[i].st) == n); /* static: the same string every time */
   }
   const int32_t unknown[] = {9, 42, 99, 101, -1, INT32_MIN, INT32_MAX};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
@@ -380,8 +402,19 @@ static void test_static(void) {
     CHECK(n != NULL && strcmp(n, "UNKNOWN") == 0);
   }
   g_ctx[0] = '\0';
-  mnem_free(NULL); /* no-op */
-  CHECK(true);
+  mnem_free(NULL); /* a no-op: it must not crash */
+  /* Static strings outlive every store: use one, free it, read them again (ASan and valgrind
+   * would flag a string owned by the store). */
+  mnem_store *s = NULL;
+  EXPECT(mnem_open(STR(":memory:"), MNEM_OPEN_CREATE, EMPTY, &s, &err), OK);
+  EXPECT(mnem_put_episodes(s, STR("a"), STR("u"), STR("{\"primary\":\"x\"}"), NULL, 0, &err), OK);
+  mnem_free(s);
+  CHECK(want_version != NULL && strcmp(v, want_version) == 0);
+  for (size_t i = 0; i < NNAMES; i++) {
+    CTX("status %d after mnem_free", (int)names[i].value);
+    CHECK(strcmp(kept[i], names[i].name) == 0);
+  }
+  g_ctx[0] = '\0';
 }
 
 /* ---- mnem_open ------------------------------------------------------------------------- */
@@ -1370,6 +1403,249 @@ static void test_persistence(void) {
   snap_free(&before);
 }
 
+/* ---- stores this build cannot trust: a newer format, damaged records, a damaged table ---- */
+
+/* Copies the directory tree src to dst (dst must not exist): each run opens its own copy of a
+ * fixture, since opening a store writes to its directory. */
+static const char *g_copy_src, *g_copy_dst;
+static int copy_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)ftw;
+  char to[PATH_MAX * 2];
+  snprintf(to, sizeof to, "%s%s", g_copy_dst, path + strlen(g_copy_src));
+  if (flag == FTW_D) return mkdir(to, 0700);
+  if (flag != FTW_F) return -1;
+  FILE *in = fopen(path, "rb"), *out = fopen(to, "wb");
+  int rc = (in && out) ? 0 : -1;
+  char buf[65536];
+  size_t n;
+  while (rc == 0 && (n = fread(buf, 1, sizeof buf, in)) > 0)
+    if (fwrite(buf, 1, n, out) != n) rc = -1;
+  if (in) fclose(in);
+  if (out && fclose(out) != 0) rc = -1;
+  (void)sb;
+  return rc;
+}
+static bool copy_fixture(const char *name, char *dst, size_t cap) {
+  const char *dir = env_or_fail("MNEM_TEST_FIXTURES");
+  if (!dir) return false;
+  char src[PATH_MAX];
+  snprintf(src, sizeof src, "%s/%s", dir, name);
+  snprintf(dst, cap, "%s/%s", g_tmp, name);
+  g_copy_src = src, g_copy_dst = dst;
+  bool ok = path_exists(src) && nftw(src, copy_entry, 16, FTW_PHYS) == 0;
+  if (!ok) {
+    g_fail++;
+    fprintf(stderr, "FAIL: cannot copy fixture %s (scripts/test-c writes it)\n", src);
+  }
+  return ok;
+}
+
+/* A store whose format record is newer than this build's: every open is refused, and a
+ * refused open keeps neither the handle nor the directory lock. */
+static void test_newer_format(void) {
+  char db[PATH_MAX];
+  if (!copy_fixture("format-newer", db, sizeof db)) return;
+  const uint32_t flags[] = {0, MNEM_OPEN_CREATE, MNEM_OPEN_READ_ONLY, 0};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    CTX("flags %u, attempt %zu", (unsigned)flags[i], i);
+    mnem_store *s = (mnem_store *)&err; /* must be reset to NULL */
+    EXPECT(mnem_open(S(db), flags[i], EMPTY, &s, &err), MNEM_STATUS_INCOMPATIBLE);
+    CHECK(s == NULL);
+    CHECK(msg_has("format"));
+    if (s && s != (mnem_store *)&err) mnem_free(s);
+  }
+  mnem_store *s = NULL;
+  EXPECT_NOERR(mnem_open(S(db), 0, EMPTY, &s, NULL), MNEM_STATUS_INCOMPATIBLE);
+  CHECK(s == NULL);
+  g_ctx[0] = '\0';
+}
+
+#define DAMAGED_ID "0190a5e4-0000-7000-8000-0000000000dd"
+#define Q_TEA "{\"text\":\"tea\"}"
+#define Q_COFFEE "{\"text\":\"coffee\"}"
+
+/* Every read of `user` in the damaged fixture, with the text `word` (and for hybrid search
+ * the damaged record's own vector), must return `want`. */
+static void damaged_reads(const mnem_store *s, const char *user, const char *word,
+                          mnem_status want) {
+  char q[128];
+  for (size_t i = 0; i < NREADS; i++) {
+    CTX("%s of user %s for %s", READS[i].name, user, word);
+    if (READS[i].fn == mnem_search)
+      snprintf(q, sizeof q, "%s", word);
+    else if (READS[i].fn == mnem_hybrid_search)
+      snprintf(q, sizeof q, "{\"text\":\"%s\",\"vector\":[0,1]}", word);
+    else
+      snprintf(q, sizeof q, "{\"text\":\"%s\"}", word);
+    if (want == OK) {
+      free(FETCH(READS[i].fn, s, STR("damaged"), S(user), S(q)));
+    } else {
+      READ_FAILS(READS[i].fn, s, STR("damaged"), S(user), S(q), want);
+      CHECK(msg_has("record"));
+    }
+  }
+  g_ctx[0] = '\0';
+}
+
+/* The fixture's namespaces (see examples/c_fixtures.rs) hold the same data; in `head` the
+ * record DAMAGED_ID has an unknown record version, in `tail` it lost its last byte (its
+ * searchable prefix still reads). */
+static void test_damaged_records(void) {
+  char db[PATH_MAX];
+  if (!copy_fixture("damaged", db, sizeof db)) return;
+  mnem_store *s = NULL;
+  EXPECT(mnem_open(S(db), 0, EMPTY, &s, &err), OK);
+  if (!s) return;
+  mnem_str app = STR("damaged");
+  const mnem_status BAD = MNEM_STATUS_CORRUPTION;
+
+  /* The control namespace reads normally, damaged record's twin included. */
+  CHECK(NRES(mnem_search, s, app, STR("intact"), STR("tea")) == 1);
+  CHECK(NRES(mnem_keyword_search, s, app, STR("intact"), STR(Q_TEA)) == 2);
+  CHECK(NRES(mnem_lexical_page, s, app, STR("intact"), STR(Q_TEA)) == 2);
+  CHECK(NRES(mnem_substring_search, s, app, STR("intact"), STR(Q_TEA)) == 2);
+  CHECK(NRES(mnem_hybrid_search, s, app, STR("intact"),
+             STR("{\"text\":\"tea\",\"vector\":[0,1]}")) == 3);
+
+  /* An unreadable header fails every read of the namespace, whatever the query. */
+  damaged_reads(s, "head", "tea", BAD);
+  damaged_reads(s, "head", "coffee", BAD);
+  /* A damaged tail fails every read that returns the record or decodes it whole (the ADK
+   * index and the vector index read every record)... */
+  damaged_reads(s, "tail", "tea", BAD);
+  READ_FAILS(mnem_search, s, app, STR("tail"), STR("coffee"), BAD);
+  READ_FAILS(mnem_hybrid_search, s, app, STR("tail"), STR("{\"text\":\"coffee\",\"vector\":[0,1]}"),
+             BAD);
+  /* ...while a lexical read that neither returns nor decodes it answers exactly as the
+   * control namespace does. */
+  const struct {
+    read_fn fn;
+    const char *q;
+  } lexical[] = {{mnem_keyword_search, Q_COFFEE},
+                 {mnem_lexical_page, Q_COFFEE},
+                 {mnem_substring_search, Q_COFFEE},
+                 {mnem_hybrid_search, Q_COFFEE}};
+  for (size_t i = 0; i < sizeof lexical / sizeof lexical[0]; i++) {
+    CTX("lexical read #%zu of tail for coffee", i);
+    char *got = FETCH(lexical[i].fn, s, app, STR("tail"), S(lexical[i].q));
+    char *want = FETCH(lexical[i].fn, s, app, STR("intact"), S(lexical[i].q));
+    CHECK(got && want && count_key(got, "record") == 1 && count_key(want, "record") == 1);
+    CHECK(count_kv(got, "primary", "\"intact coffee\"") == 1);
+    const char *stats[] = {"matched_records", "corpus_records", "scanned_records", "score"};
+    for (size_t k = 0; k < sizeof stats / sizeof stats[0]; k++) {
+      const char *a = kv_nth(got, stats[k], 0), *b = kv_nth(want, stats[k], 0);
+      CHECK((a == NULL) == (b == NULL));
+      if (a && b) CHECK(strncmp(a, b, strcspn(b, ",}")) == 0);
+    }
+    free(got), free(want);
+  }
+  g_ctx[0] = '\0';
+
+  /* Writes that read the damaged record, or build an index over it, fail and change nothing. */
+  const char *users[] = {"head", "tail"};
+  for (size_t i = 0; i < 2; i++) {
+    mnem_str user = S(users[i]);
+    uint64_t n = 99;
+    uint8_t id[16];
+    CTX("writes to %s", users[i]);
+    EXPECT(mnem_put_episodes(s, app, user,
+                             STR("{\"id\":\"" DAMAGED_ID "\",\"primary\":\"replacement tea\"}"),
+                             id, sizeof id, &err),
+           BAD);
+    EXPECT(mnem_delete_episodes(s, app, user, STR("\"" DAMAGED_ID "\""), &n, &err), BAD);
+    EXPECT(mnem_add_events(s, app, user, STR("s"), STR(EV("e3", "user", "3", "new tea")), EMPTY,
+                           &n, &err),
+           BAD);
+    EXPECT(mnem_add_session(s, app, user, STR("s"), STR(EV("e1", "user", "1", "new tea")), &n,
+                            &err),
+           BAD);
+    EXPECT(mnem_delete_memory(s, app, user, STR("e1"), &n, &err), BAD);
+  }
+  g_ctx[0] = '\0';
+  damaged_reads(s, "head", "tea", BAD);
+  damaged_reads(s, "tail", "tea", BAD);
+  CHECK(NRES(mnem_keyword_search, s, app, STR("tail"), STR(Q_COFFEE)) == 1);
+  CHECK(NRES(mnem_substring_search, s, app, STR("tail"), STR("{\"text\":\"replacement\"}")) == 0);
+  /* The damage stays in its namespace: the control still reads and writes. */
+  EXPECT(mnem_put_episodes(s, app, STR("intact"), STR("{\"primary\":\"more tea\"}"), NULL, 0,
+                           &err),
+         OK);
+  CHECK(NRES(mnem_keyword_search, s, app, STR("intact"), STR(Q_TEA)) == 3);
+  mnem_free(s);
+}
+
+/* Flips bytes in the middle of the largest table (.sst) file of a closed store: a later open,
+ * or every read that scans the damaged block, returns CORRUPTION; none returns OK. */
+static void test_damaged_table(void) {
+  char db[PATH_MAX + 16];
+  snprintf(db, sizeof db, "%s/table", g_tmp);
+  mnem_str app = STR("t"), user = STR("u");
+  mnem_store *s = NULL;
+  EXPECT(mnem_open(S(db), MNEM_OPEN_CREATE, EMPTY, &s, &err), OK);
+  if (!s) return;
+  /* ~240 KB of text LZ4 cannot shrink, so data blocks fill the table file. */
+  enum { NREC = 400, HEX = 600 };
+  static char lines[NREC * (HEX + 64)];
+  char *p = lines;
+  uint64_t x = 0x9E3779B97F4A7C15u;
+  for (int i = 0; i < NREC; i++) {
+    p += sprintf(p, "%s{\"primary\":\"tablecheck ", i ? "\n" : "");
+    for (int k = 0; k < HEX; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      *p++ = "0123456789abcdef"[x & 15];
+    }
+    p += sprintf(p, "\"}");
+  }
+  EXPECT(mnem_put_episodes(s, app, user, S(lines), NULL, 0, &err), OK);
+  mnem_free(s);
+  /* Reopening replays the write-ahead log into a table file. */
+  s = NULL;
+  EXPECT(mnem_open(S(db), 0, EMPTY, &s, &err), OK);
+  if (!s) return;
+  const char *q = "{\"text\":\"tablecheck\",\"limit\":1000}";
+  CHECK(NRES(mnem_keyword_search, s, app, user, S(q)) == NREC);
+  mnem_free(s);
+
+  char sst[PATH_MAX * 2] = "";
+  long size = 0;
+  DIR *d = opendir(db);
+  CHECK(d != NULL);
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (n < 4 || strcmp(e->d_name + n - 4, ".sst") != 0) continue;
+    char path[PATH_MAX * 2];
+    snprintf(path, sizeof path, "%s/%s", db, e->d_name);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && sb.st_size > size) size = sb.st_size, strcpy(sst, path);
+  }
+  if (d) closedir(d);
+  CHECK(size > NREC * HEX / 2); /* the records are in the table file */
+  FILE *f = size ? fopen(sst, "r+b") : NULL;
+  CHECK(f != NULL);
+  if (!f) return;
+  unsigned char buf[64];
+  CHECK(fseek(f, size / 2, SEEK_SET) == 0 && fread(buf, 1, sizeof buf, f) == sizeof buf);
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] ^= 0xA5;
+  CHECK(fseek(f, size / 2, SEEK_SET) == 0 && fwrite(buf, 1, sizeof buf, f) == sizeof buf);
+  CHECK(fclose(f) == 0);
+
+  s = NULL;
+  memset(&err, 0x5A, sizeof err);
+  mnem_status st = mnem_open(S(db), 0, EMPTY, &s, &err);
+  if (st != OK) {
+    expect_(st, MNEM_STATUS_CORRUPTION, &err, __FILE__, __LINE__, "open of a damaged table");
+    CHECK(s == NULL);
+    return;
+  }
+  const char *qs[] = {"tablecheck", q, "{\"text\":\"tablecheck\",\"limit\":100}", q, q};
+  for (size_t i = 0; i < NREADS; i++) {
+    CTX("%s over a damaged table", READS[i].name);
+    READ_FAILS(READS[i].fn, s, app, user, S(qs[i]), MNEM_STATUS_CORRUPTION);
+  }
+  g_ctx[0] = '\0';
+  mnem_free(s);
+}
+
 int main(void) {
   tzset();
   snprintf(g_tmp, sizeof g_tmp, "%s/mnem-c-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -1394,6 +1670,9 @@ int main(void) {
   mnem_free(m);
   test_memory_stores();
   test_persistence();
+  test_newer_format();
+  test_damaged_records();
+  test_damaged_table();
   rm_rf(g_tmp);
   CHECK(!path_exists(g_tmp));
   printf("%d passed, %d failed\n", g_pass, g_fail);
