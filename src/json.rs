@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn lines_skip_blank_and_number_from_one() {
-        let v: Vec<_> = lines("a\n\n b\r\n \t\r\n\u{3000}").collect();
+        let v: Vec<_> = lines("a\n\n b\r\n \t\r\n\u{3000}").unwrap().collect();
         assert_eq!(v, vec![(1, "a"), (3, " b\r"), (5, "\u{3000}")], "only JSON whitespace is blank");
     }
 }
