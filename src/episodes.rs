@@ -1,6 +1,6 @@
 //! Writing episodes: parsing `mnem_put_episodes` lines, revisions, expiry and tombstones.
 
-use crate::adk::MEMORY_TYPE;
+use crate::adk::{memory_id, MEMORY_TYPE};
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, Namespace};
@@ -229,7 +229,7 @@ impl<'s> Pending<'s> {
     pub fn upsert(&mut self, input: EpisodeInput, now: i64) -> Result<Uuid> {
         let id = input.id.unwrap_or_else(Uuid::now_v7);
         if input.episode_type == MEMORY_TYPE {
-            let memory_id = input.event_id.clone().unwrap_or_else(|| id.to_string());
+            let memory_id = memory_id(input.event_id.as_deref(), &id);
             if self.is_tombstoned(&memory_id)? {
                 return Err(Error::invalid(format!(
                     "memory id {memory_id:?} was deleted by delete_memory; a deleted memory id is never stored again"

@@ -129,9 +129,7 @@ impl Store {
     /// Overwrite the format record; tests use it to simulate a store from a newer build.
     #[doc(hidden)]
     pub fn set_format_version_for_test(&self, v: u32) -> Result<()> {
-        let mut b = WriteBatch::default();
-        b.put_cf(self.cf(CF_META), FORMAT_KEY, v.to_le_bytes());
-        self.write(b)
+        self.put_raw_for_test(CF_META, FORMAT_KEY, &v.to_le_bytes())
     }
 
     /// Write one raw key of a column family ("meta", "episodes", "adk"); tests use it to

@@ -237,7 +237,7 @@ impl Mnem {
         let mut scan = store.scan_episodes(&snap, ns, None);
         let mut memory_seq = 0u64;
         while let Some(view) = scan.next_view()? {
-            if view.deleted() || tombstones.contains(memory_id(&view).as_bytes()) {
+            if view.deleted() || tombstones.contains(memory_id(view.event_id(), &view.id).as_bytes()) {
                 continue;
             }
             if let Some(&(bucket, seq)) = placed.get(&view.id) {
@@ -435,15 +435,15 @@ impl Mnem {
     }
 }
 
-/// The id `mnem_search` reports for a stored episode and `delete_memory` matches: its
-/// `event_id`, else its UUID.
-pub(crate) fn memory_id(view: &RecordView<'_>) -> String {
-    view.event_id().map_or_else(|| view.id.to_string(), str::to_owned)
+/// The id `mnem_search` reports for an episode and `delete_memory` matches: its `event_id`,
+/// else its UUID. Writes check tombstones by the same rule.
+pub(crate) fn memory_id(event_id: Option<&str>, id: &Uuid) -> String {
+    event_id.map_or_else(|| id.to_string(), str::to_owned)
 }
 
 /// Index one stored episode: its ADK text is the text of its content's parts.
 fn index_view(ix: &mut AdkIndex, view: &RecordView<'_>, bucket: u32, seq: u64) {
     // Content that is not an ADK `Content` (a caller's own `memory` episode) has no ADK text.
     let text = view.content().and_then(|c| event::content_text(c).ok().flatten()).unwrap_or_default();
-    ix.insert(view.id, bucket, seq, memory_id(view), &text, view.expires_at_ms());
+    ix.insert(view.id, bucket, seq, memory_id(view.event_id(), &view.id), &text, view.expires_at_ms());
 }
