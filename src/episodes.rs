@@ -1,5 +1,6 @@
 //! Writing episodes: parsing `mnem_put_episodes` lines, revisions, expiry and tombstones.
 
+use crate::adk::index::Placement;
 use crate::adk::{memory_id, MEMORY_TYPE};
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
@@ -386,13 +387,8 @@ impl crate::mnem::Mnem {
             ids.push(pending.upsert(input, now).map_err(|e| e.context(format!("line {line}")))?);
         }
         let mut batch = WriteBatch::default();
-        pending.write_into(&mut batch);
         self.vectors.stage_dimension(&self.store, &mut batch, ns, dim);
-        self.with_adk_invalidated(ns, || {
-            self.store.write(batch)?;
-            self.vectors.apply(pending.prefix(), pending.staged());
-            Ok(())
-        })?;
+        self.with_adk_invalidated(ns, || self.commit(&pending, batch, &Placement::default()))?;
         Ok(ids)
     }
 
@@ -410,13 +406,7 @@ impl crate::mnem::Mnem {
         if deleted == 0 {
             return Ok(0);
         }
-        let mut batch = WriteBatch::default();
-        pending.write_into(&mut batch);
-        self.with_adk_invalidated(ns, || {
-            self.store.write(batch)?;
-            self.vectors.apply(pending.prefix(), pending.staged());
-            Ok(())
-        })?;
+        self.with_adk_invalidated(ns, || self.commit(&pending, WriteBatch::default(), &Placement::default()))?;
         Ok(deleted)
     }
 

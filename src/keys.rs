@@ -79,6 +79,22 @@ pub mod adk_tag {
     pub const TOMBSTONE: u8 = 0x03;
 }
 
+/// Tags of the `index` column family's key kinds, after the namespace prefix: each
+/// derived index owns a range (docs/FORMAT.md lists the keys of each).
+pub mod index_tag {
+    /// BM25 keyword index: 0x10..=0x1F (`lexical::index`).
+    pub const BM25_FIRST: u8 = 0x10;
+    /// ADK search index: 0x20..=0x2F (`adk::index`).
+    pub const ADK_FIRST: u8 = 0x20;
+    /// HNSW graph: 0x30..=0x3F (`vector`).
+    pub const VECTOR_FIRST: u8 = 0x30;
+}
+
+/// A key of the `index` column family.
+pub fn index_key(ns_prefix: &[u8], tag: u8, rest: &[u8]) -> Vec<u8> {
+    adk_key(ns_prefix, tag, rest)
+}
+
 pub fn adk_key(ns_prefix: &[u8], tag: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(ns_prefix.len() + 1 + rest.len());
     k.extend_from_slice(ns_prefix);

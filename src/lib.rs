@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod adk;
+pub mod cache;
 pub mod episodes;
 pub mod error;
 #[allow(unsafe_code)]
@@ -24,6 +25,7 @@ pub mod lexical;
 mod mnem;
 pub mod record;
 pub mod store;
+mod upgrade;
 pub mod vector;
 
 pub use adk::EventOptions;
@@ -32,7 +34,7 @@ pub use error::{Error, Result, Status};
 pub use hybrid::{EmbeddingProvider, HybridQuery, HybridSearchResult};
 pub use keys::Namespace;
 pub use lexical::{KeywordQuery, KeywordSearchResult, LexicalPage, LexicalQuery};
-pub use mnem::Mnem;
+pub use mnem::{Mnem, Stats};
 pub use record::Episode;
 pub use store::{OpenOptions, FORMAT_VERSION, MEMORY_PATH};
 

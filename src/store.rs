@@ -6,8 +6,8 @@ use crate::error::{Error, Result, Status};
 use crate::keys::{self, Namespace};
 use crate::record::RecordView;
 use rocksdb::{
-    ColumnFamily, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, Env, Options, ReadOptions, Snapshot, WriteBatch,
-    WriteOptions, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, Env, Options,
+    ReadOptions, Snapshot, WriteBatch, WriteOptions, DB,
 };
 use std::fs::File;
 use std::path::Path;
@@ -15,19 +15,29 @@ use uuid::Uuid;
 
 /// The on-disk format this build writes; stores with a larger number are refused. docs/FORMAT.md
 /// describes the format and when this number must change; tests/format.rs pins it.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format this build opens; older stores gain their indexes once, at the first
+/// read-write open (`Mnem::open`).
+pub const OLDEST_FORMAT: u32 = 1;
 /// The path that opens a store living only in this process.
 pub const MEMORY_PATH: &str = ":memory:";
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_EPISODES: &str = "episodes";
 pub(crate) const CF_ADK: &str = "adk";
-const COLUMN_FAMILIES: [&str; 3] = [CF_META, CF_EPISODES, CF_ADK];
+/// Derived indexes (BM25, ADK search, HNSW), every key under its namespace's prefix.
+pub(crate) const CF_INDEX: &str = "index";
+const COLUMN_FAMILIES: [&str; 4] = [CF_META, CF_EPISODES, CF_ADK, CF_INDEX];
 const FORMAT_KEY: &[u8] = b"format_version";
 const LOCK_FILE: &str = "mnem.lock";
 
+/// The default of `OpenOptions::cache_bytes`: 64 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+/// The smallest accepted `cache_bytes`: 1 MiB.
+pub const MIN_CACHE_BYTES: usize = 1 << 20;
+
 /// How to open a store.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpenOptions {
     /// Create the store when it does not exist.
     pub create: bool,
@@ -35,11 +45,31 @@ pub struct OpenOptions {
     pub read_only: bool,
     /// fsync every write batch before the write returns.
     pub sync_writes: bool,
+    /// The byte budget of everything mnem caches in memory: RocksDB's block cache (index
+    /// postings and records) gets a quarter, loaded vector graphs the rest (`crate::cache`).
+    pub cache_bytes: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { create: false, read_only: false, sync_writes: false, cache_bytes: DEFAULT_CACHE_BYTES }
+    }
+}
+
+impl OpenOptions {
+    /// The share of `cache_bytes` given to RocksDB's block cache.
+    pub fn block_cache_bytes(&self) -> usize {
+        self.cache_bytes / 4
+    }
 }
 
 /// An open store. `Sync`: one store serves many threads.
 pub struct Store {
     db: DB,
+    block_cache: Cache,
+    block_cache_capacity: usize,
+    /// The format found at open (before any upgrade).
+    opened_format: u32,
     read_only: bool,
     sync_writes: bool,
     // Keeps the exclusive advisory lock (released when the file closes) and, for `:memory:`,
@@ -55,10 +85,28 @@ impl Store {
                 "MNEM_OPEN_CREATE and MNEM_OPEN_READ_ONLY cannot be combined: a read-only open cannot create a store",
             ));
         }
+        if opts.cache_bytes < MIN_CACHE_BYTES {
+            return Err(Error::invalid(format!(
+                "`cache_bytes` is {}; at least {MIN_CACHE_BYTES} (1 MiB) is required",
+                opts.cache_bytes
+            )));
+        }
         let mut db_opts = Options::default();
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
         db_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        // Memtables of every column family together: bounded, so that memory does not grow
+        // with the number of column families or with write bursts.
+        db_opts.set_db_write_buffer_size(64 << 20);
+        db_opts.set_write_buffer_size(16 << 20);
+        let block_cache = Cache::new_lru_cache(opts.block_cache_bytes());
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&block_cache);
+        // Index and filter blocks count against the budget too, instead of growing with the
+        // number of files.
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        db_opts.set_block_based_table_factory(&table);
         let (dir, lock, env) = if path == MEMORY_PATH {
             if opts.read_only {
                 return Err(Error::invalid(
@@ -91,12 +139,49 @@ impl Store {
             DB::open_cf_descriptors(&db_opts, &dir, descriptors)
         }
         .map_err(|e| Error::from(e).context(format!("opening {path:?}")))?;
-        let store = Store { db, read_only: opts.read_only, sync_writes: opts.sync_writes, _lock: lock, mem_env: env };
-        store.check_format()?;
+        let mut store = Store {
+            db,
+            block_cache,
+            block_cache_capacity: opts.block_cache_bytes(),
+            opened_format: FORMAT_VERSION,
+            read_only: opts.read_only,
+            sync_writes: opts.sync_writes,
+            _lock: lock,
+            mem_env: env,
+        };
+        store.opened_format = store.check_format()?;
         Ok(store)
     }
 
-    fn check_format(&self) -> Result<()> {
+    /// The format the store had when it was opened: below `FORMAT_VERSION`, its indexes
+    /// are still to be built.
+    pub fn opened_format(&self) -> u32 {
+        self.opened_format
+    }
+
+    /// Bytes held by RocksDB's block cache, and its capacity.
+    pub fn block_cache_usage(&self) -> (usize, usize) {
+        (self.block_cache.get_usage(), self.block_cache_capacity)
+    }
+
+    /// Record that the store now has this build's format (its indexes are complete).
+    pub(crate) fn stage_format(&self, batch: &mut WriteBatch) {
+        batch.put_cf(self.cf(CF_META), FORMAT_KEY, FORMAT_VERSION.to_le_bytes());
+    }
+
+    /// Remove every key of `cf` (an interrupted index build leaves partial indexes).
+    pub(crate) fn clear_cf(&self, cf: &str) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf(self.cf(cf));
+        it.seek_to_last();
+        let Some(mut end) = it.key().map(<[u8]>::to_vec) else { return Ok(it.status()?) };
+        end.push(0); // the smallest key after the last one
+        let mut b = WriteBatch::default();
+        b.delete_range_cf(self.cf(cf), [].as_slice(), end.as_slice());
+        self.write(b)
+    }
+
+    /// The format number found (or written, for a new store).
+    fn check_format(&self) -> Result<u32> {
         match self.db.get_cf(self.cf(CF_META), FORMAT_KEY)? {
             Some(v) => {
                 let bytes: [u8; 4] =
@@ -108,7 +193,19 @@ impl Store {
                         format!("store has on-disk format {found}; this build reads formats up to {FORMAT_VERSION}"),
                     ));
                 }
-                Ok(())
+                if found < OLDEST_FORMAT {
+                    return Err(Error::corruption(format!("format version record says {found}")));
+                }
+                if found < FORMAT_VERSION && self.read_only {
+                    return Err(Error::new(
+                        Status::Incompatible,
+                        format!(
+                            "store has on-disk format {found}, which has no search indexes; open it once \
+                             read-write to build them (format {FORMAT_VERSION})"
+                        ),
+                    ));
+                }
+                Ok(found)
             }
             None if self.read_only => Err(Error::corruption("store has no format version record")),
             None => {
@@ -121,7 +218,8 @@ impl Store {
                 }
                 let mut b = WriteBatch::default();
                 b.put_cf(self.cf(CF_META), FORMAT_KEY, FORMAT_VERSION.to_le_bytes());
-                self.write(b)
+                self.write(b)?;
+                Ok(FORMAT_VERSION)
             }
         }
     }

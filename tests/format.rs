@@ -25,8 +25,10 @@ const BUMP: &str = "the on-disk format changed. Stored bytes may change only tog
 the goldens in tests/format.rs in the same commit. Stores written by older builds must still open: keep \
 tests/fixtures/format-v1 and its test passing";
 
-const CREATE: OpenOptions = OpenOptions { create: true, read_only: false, sync_writes: false };
-const READ_ONLY: OpenOptions = OpenOptions { create: false, read_only: true, sync_writes: false };
+const CREATE: OpenOptions =
+    OpenOptions { create: true, read_only: false, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
+const READ_ONLY: OpenOptions =
+    OpenOptions { create: false, read_only: true, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
 const COLUMN_FAMILIES: [&str; 3] = ["meta", "episodes", "adk"];
 
 fn hex(bytes: &[u8]) -> String {

@@ -8,8 +8,32 @@
 //! contain its rarest non-ASCII character. The result equals the reference's full scan.
 
 use super::tokenizer;
-use std::collections::HashMap;
+use crate::error::Result;
+use crate::mnem::IndexWrite;
+use crate::record::Episode;
+use rocksdb::WriteBatch;
+use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
+
+/// Where the episodes of a write sit in ADK's tie order, as the writer decided.
+#[derive(Debug, Default)]
+pub(crate) struct Placement {
+    /// `(bucket position, sequence)` of the events the ADK write path appended.
+    pub places: HashMap<Uuid, (u32, u64)>,
+    /// Episodes never indexed for `mnem_search` (an older store's episodes whose memory id
+    /// was tombstoned).
+    pub excluded: HashSet<Uuid>,
+}
+
+/// Stage the index changes of `staged` into `batch` (see `crate::mnem`).
+pub(crate) fn stage(
+    _ctx: &IndexWrite<'_>,
+    _staged: &[&Episode],
+    _placement: &Placement,
+    _batch: &mut WriteBatch,
+) -> Result<()> {
+    Ok(())
+}
 
 /// ADK returns at most this many memories (`_MAX_SEARCH_RESULTS`).
 pub const MAX_RESULTS: usize = 10;

@@ -117,12 +117,19 @@ struct AdkWrite<'m> {
     mnem: &'m Mnem,
     pending: Pending<'m>,
     batch: WriteBatch,
+    placement: index::Placement,
     now: i64,
 }
 
 impl<'m> AdkWrite<'m> {
     fn new(mnem: &'m Mnem, ns: &Namespace) -> AdkWrite<'m> {
-        AdkWrite { mnem, pending: Pending::new(&mnem.store, ns), batch: WriteBatch::default(), now: now_ms() }
+        AdkWrite {
+            mnem,
+            pending: Pending::new(&mnem.store, ns),
+            batch: WriteBatch::default(),
+            placement: index::Placement::default(),
+            now: now_ms(),
+        }
     }
 
     fn adk_get(&self, tag: u8, rest: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -163,14 +170,12 @@ impl<'m> AdkWrite<'m> {
         let what = format!("{}: event {:?}", line_context(line), input.event_id.as_deref().unwrap_or_default());
         let id = self.pending.upsert(input, self.now).map_err(|e| e.context(what))?;
         self.adk_put(adk_tag::ORDER, &keys::order_suffix(bucket, seq), id.as_bytes());
+        self.placement.places.insert(id, (bucket, seq));
         Ok(id)
     }
 
-    fn commit(mut self) -> Result<()> {
-        self.pending.write_into(&mut self.batch);
-        self.mnem.store.write(self.batch)?;
-        self.mnem.vectors.apply(self.pending.prefix(), self.pending.staged());
-        Ok(())
+    fn commit(self) -> Result<()> {
+        self.mnem.commit(&self.pending, self.batch, &self.placement)
     }
 }
 

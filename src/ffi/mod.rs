@@ -266,12 +266,15 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
     let mut opts = OpenOptions {
         create: flags & MNEM_OPEN_CREATE != 0,
         read_only: flags & MNEM_OPEN_READ_ONLY != 0,
-        sync_writes: false,
+        ..OpenOptions::default()
     };
     if !json.trim().is_empty() {
         let mut f =
             crate::json::Fields::strict(crate::json::parse_object(json).map_err(|e| e.context("options_json"))?);
         opts.sync_writes = f.get::<bool>("sync_writes", "true or false")?.unwrap_or(false);
+        if let Some(c) = f.get::<u64>("cache_bytes", "an integer number of bytes")? {
+            opts.cache_bytes = usize::try_from(c).unwrap_or(usize::MAX);
+        }
         f.finish().map_err(|e| e.context("options_json"))?;
     }
     Ok(opts)

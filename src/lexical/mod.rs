@@ -2,6 +2,7 @@
 //! UUID-ordered scan of one snapshot, not an index) and substring search.
 
 pub mod bm25;
+pub(crate) mod index;
 pub mod tokenizer;
 
 use crate::adk::tokenizer::lower;

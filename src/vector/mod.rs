@@ -5,7 +5,7 @@ pub mod hnsw;
 
 use crate::error::{Error, Result};
 use crate::keys::Namespace;
-use crate::mnem::Mnem;
+use crate::mnem::{IndexWrite, Mnem};
 use crate::record::Episode;
 use crate::store::{Store, CF_META};
 use hnsw::Hnsw;
@@ -131,7 +131,34 @@ impl VectorCache {
     }
 }
 
+/// The vector index changes of one write batch, published once the batch is committed.
+pub(crate) struct VectorStage<'m> {
+    cache: &'m VectorCache,
+    prefix: Vec<u8>,
+    staged: Vec<Episode>,
+}
+
+impl VectorStage<'_> {
+    pub(crate) fn publish(self) {
+        self.cache.apply(&self.prefix, self.staged.iter());
+    }
+}
+
 impl Mnem {
+    /// Stage the HNSW changes of `staged` into `batch` (see `crate::mnem`).
+    pub(crate) fn stage_vectors(
+        &self,
+        ctx: &IndexWrite<'_>,
+        staged: &[&Episode],
+        _batch: &mut WriteBatch,
+    ) -> Result<VectorStage<'_>> {
+        Ok(VectorStage {
+            cache: &self.vectors,
+            prefix: ctx.prefix.to_vec(),
+            staged: staged.iter().map(|e| (*e).clone()).collect(),
+        })
+    }
+
     /// The namespace's vector index, or None when it has no vectors. Built on first use
     /// under the write lock, so no write lands between its snapshot and its publication.
     pub(crate) fn vector_index(&self, ns: &Namespace) -> Result<Option<Arc<RwLock<NsVectors>>>> {
