@@ -1,11 +1,493 @@
-//! The BM25 inverted index of a namespace, persisted in the `index` column family.
+//! The BM25 inverted index of a namespace, persisted in the `index` column family and changed
+//! in the same write batch as the records (`crate::mnem`).
+//!
+//! Keys after `namespace prefix + tag` (docs/FORMAT.md has the bytes):
+//! - `DOC uuid` -> what removing the document needs: its length, expiry, type, tags and
+//!   `(term, tf)` list;
+//! - `POSTING u32be(len) term uuid` -> tf, document length, expiry: a term's postings are one
+//!   key range, in UUID order;
+//! - `STATS kind ...` -> documents and total length, for the whole namespace, per type, per
+//!   tag and per (type, tag), so that the corpus statistics of a filtered search are exact
+//!   without a scan;
+//! - `EXPIRING u64be(expiry) uuid` -> length, type, tags of each expiring document, in expiry
+//!   order: a search subtracts the expired ones from the counters, and writers purge them.
+//!
+//! A search reads the counters, the expired documents and the postings of its own terms from
+//! one snapshot: its cost grows with those postings, not with the namespace.
 
-use crate::error::Result;
+use super::bm25;
+use super::tokenizer::for_each_token;
+use super::Filter;
+use crate::error::{Error, Result};
+use crate::keys::{self, index_tag};
 use crate::mnem::IndexWrite;
 use crate::record::Episode;
-use rocksdb::WriteBatch;
+use crate::store::{Store, CF_INDEX};
+use rocksdb::{Snapshot, WriteBatch};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use uuid::Uuid;
 
-/// Stage the index changes of `staged` into `batch` (see `crate::mnem`).
-pub(crate) fn stage(_ctx: &IndexWrite<'_>, _staged: &[&Episode], _batch: &mut WriteBatch) -> Result<()> {
-    Ok(())
+const DOC: u8 = index_tag::BM25_FIRST;
+const POSTING: u8 = index_tag::BM25_FIRST + 1;
+const STATS: u8 = index_tag::BM25_FIRST + 2;
+const EXPIRING: u8 = index_tag::BM25_FIRST + 3;
+
+/// Kinds of `STATS` keys.
+const STATS_ALL: u8 = 0;
+const STATS_TYPE: u8 = 1;
+const STATS_TAG: u8 = 2;
+const STATS_TYPE_TAG: u8 = 3;
+
+/// Expired documents a write purges from the index, at most, besides its own.
+const PURGE_PER_WRITE: usize = 256;
+
+fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn push_be_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+/// A little-endian reader of index values; any shortfall is corruption.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return Err(Error::corruption("a keyword index value is truncated"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    fn str(&mut self) -> Result<&'a str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).map_err(|_| Error::corruption("a keyword index string is not UTF-8"))
+    }
+    fn expiry(&mut self) -> Result<Option<i64>> {
+        match self.take(1)?[0] {
+            0 => Ok(None),
+            1 => Ok(Some(self.i64()?)),
+            _ => Err(Error::corruption("a keyword index expiry flag is malformed")),
+        }
+    }
+    fn done(&self) -> Result<()> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::corruption("a keyword index value has trailing bytes"))
+        }
+    }
+}
+
+fn push_expiry(out: &mut Vec<u8>, e: Option<i64>) {
+    match e {
+        None => out.push(0),
+        Some(t) => {
+            out.push(1);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+    }
+}
+
+/// What the index holds about one document.
+#[derive(Debug, Clone, PartialEq)]
+struct Doc {
+    dl: u64,
+    expires_at_ms: Option<i64>,
+    episode_type: String,
+    /// Distinct tags, sorted.
+    tags: Vec<String>,
+    /// Distinct terms with their frequencies, sorted by term.
+    terms: Vec<(String, u32)>,
+}
+
+impl Doc {
+    fn of(e: &Episode) -> Doc {
+        let mut tf: BTreeMap<String, u32> = BTreeMap::new();
+        let mut dl = 0u64;
+        let mut buf = String::new();
+        for text in [&e.primary, &e.secondary, &e.context] {
+            for_each_token(
+                text,
+                &mut buf,
+                |_| true,
+                |t| {
+                    dl += 1;
+                    let t = t.expect("every token is wanted");
+                    match tf.get_mut(t) {
+                        Some(n) => *n += 1,
+                        None => {
+                            tf.insert(t.to_string(), 1);
+                        }
+                    }
+                },
+            );
+        }
+        let mut tags = e.tags.clone();
+        tags.sort_unstable();
+        tags.dedup();
+        Doc {
+            dl,
+            expires_at_ms: e.expires_at_ms,
+            episode_type: e.episode_type.clone(),
+            tags,
+            terms: tf.into_iter().collect(),
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32 + self.terms.len() * 12);
+        out.extend_from_slice(&self.dl.to_le_bytes());
+        push_expiry(&mut out, self.expires_at_ms);
+        self.encode_filter_fields(&mut out);
+        out.extend_from_slice(&(self.terms.len() as u32).to_le_bytes());
+        for (t, f) in &self.terms {
+            push_bytes(&mut out, t.as_bytes());
+            out.extend_from_slice(&f.to_le_bytes());
+        }
+        out
+    }
+
+    fn encode_filter_fields(&self, out: &mut Vec<u8>) {
+        push_bytes(out, self.episode_type.as_bytes());
+        out.extend_from_slice(&(self.tags.len() as u32).to_le_bytes());
+        for t in &self.tags {
+            push_bytes(out, t.as_bytes());
+        }
+    }
+
+    fn decode(v: &[u8]) -> Result<Doc> {
+        let mut r = Reader(v);
+        let dl = r.u64()?;
+        let expires_at_ms = r.expiry()?;
+        let (episode_type, tags) = decode_filter_fields(&mut r)?;
+        let n = r.u32()? as usize;
+        let mut terms = Vec::with_capacity(n.min(v.len()));
+        for _ in 0..n {
+            terms.push((r.str()?.to_string(), r.u32()?));
+        }
+        r.done()?;
+        Ok(Doc { dl, expires_at_ms, episode_type, tags, terms })
+    }
+
+    /// The `STATS` keys this document counts in.
+    fn stats_suffixes(&self) -> Vec<Vec<u8>> {
+        let mut out = vec![vec![STATS_ALL], stats_type(&self.episode_type)];
+        for t in &self.tags {
+            out.push(stats_tag(t));
+            out.push(stats_type_tag(&self.episode_type, t));
+        }
+        out
+    }
+
+    fn accepted_by(&self, f: &Filter<'_>) -> bool {
+        f.episode_type.is_none_or(|t| self.episode_type == t) && f.tag.is_none_or(|t| self.tags.iter().any(|x| x == t))
+    }
+}
+
+fn decode_filter_fields(r: &mut Reader<'_>) -> Result<(String, Vec<String>)> {
+    let episode_type = r.str()?.to_string();
+    let n = r.u32()? as usize;
+    let mut tags = Vec::with_capacity(n.min(64));
+    for _ in 0..n {
+        tags.push(r.str()?.to_string());
+    }
+    Ok((episode_type, tags))
+}
+
+fn stats_type(t: &str) -> Vec<u8> {
+    let mut k = vec![STATS_TYPE];
+    push_be_bytes(&mut k, t.as_bytes());
+    k
+}
+
+fn stats_tag(t: &str) -> Vec<u8> {
+    let mut k = vec![STATS_TAG];
+    push_be_bytes(&mut k, t.as_bytes());
+    k
+}
+
+fn stats_type_tag(ty: &str, tag: &str) -> Vec<u8> {
+    let mut k = vec![STATS_TYPE_TAG];
+    push_be_bytes(&mut k, ty.as_bytes());
+    push_be_bytes(&mut k, tag.as_bytes());
+    k
+}
+
+/// The `STATS` key of the corpus a filter selects.
+fn stats_for(f: &Filter<'_>) -> Vec<u8> {
+    match (f.episode_type, f.tag) {
+        (None, None) => vec![STATS_ALL],
+        (Some(t), None) => stats_type(t),
+        (None, Some(g)) => stats_tag(g),
+        (Some(t), Some(g)) => stats_type_tag(t, g),
+    }
+}
+
+fn term_prefix(prefix: &[u8], term: &str) -> Vec<u8> {
+    let mut rest = Vec::with_capacity(4 + term.len());
+    push_be_bytes(&mut rest, term.as_bytes());
+    keys::index_key(prefix, POSTING, &rest)
+}
+
+fn expiry_sortable(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn expiring_key(prefix: &[u8], t: i64, id: &Uuid) -> Vec<u8> {
+    let mut rest = expiry_sortable(t).to_vec();
+    rest.extend_from_slice(id.as_bytes());
+    keys::index_key(prefix, EXPIRING, &rest)
+}
+
+fn decode_counter(v: &[u8]) -> Result<(u64, u64)> {
+    let mut r = Reader(v);
+    let c = (r.u64()?, r.u64()?);
+    r.done()?;
+    Ok(c)
+}
+
+/// The changes of one write batch to one namespace's keyword index.
+struct Staging<'a> {
+    ctx: &'a IndexWrite<'a>,
+    cf: &'a rocksdb::ColumnFamily,
+    /// Deltas of the `STATS` counters (documents, total length).
+    counters: HashMap<Vec<u8>, (i64, i64)>,
+}
+
+impl Staging<'_> {
+    fn doc(&self, id: &Uuid) -> Result<Option<Doc>> {
+        let key = keys::index_key(self.ctx.prefix, DOC, id.as_bytes());
+        self.ctx.store.get_cf(self.ctx.snap, CF_INDEX, &key)?.map(|v| Doc::decode(&v)).transpose()
+    }
+
+    fn count(&mut self, d: &Doc, sign: i64) {
+        for s in d.stats_suffixes() {
+            let c = self.counters.entry(s).or_default();
+            c.0 += sign;
+            c.1 += sign * d.dl as i64;
+        }
+    }
+
+    fn remove(&mut self, batch: &mut WriteBatch, id: &Uuid, d: &Doc) {
+        let p = self.ctx.prefix;
+        batch.delete_cf(self.cf, keys::index_key(p, DOC, id.as_bytes()));
+        for (t, _) in &d.terms {
+            let mut k = term_prefix(p, t);
+            k.extend_from_slice(id.as_bytes());
+            batch.delete_cf(self.cf, k);
+        }
+        if let Some(t) = d.expires_at_ms {
+            batch.delete_cf(self.cf, expiring_key(p, t, id));
+        }
+        self.count(d, -1);
+    }
+
+    fn add(&mut self, batch: &mut WriteBatch, id: &Uuid, d: &Doc) {
+        let p = self.ctx.prefix;
+        batch.put_cf(self.cf, keys::index_key(p, DOC, id.as_bytes()), d.encode());
+        let mut posting = Vec::with_capacity(17);
+        for (t, f) in &d.terms {
+            let mut k = term_prefix(p, t);
+            k.extend_from_slice(id.as_bytes());
+            posting.clear();
+            posting.extend_from_slice(&f.to_le_bytes());
+            posting.extend_from_slice(&d.dl.to_le_bytes());
+            if let Some(e) = d.expires_at_ms {
+                posting.extend_from_slice(&e.to_le_bytes());
+            }
+            batch.put_cf(self.cf, k, &posting);
+        }
+        if let Some(t) = d.expires_at_ms {
+            let mut v = d.dl.to_le_bytes().to_vec();
+            d.encode_filter_fields(&mut v);
+            batch.put_cf(self.cf, expiring_key(p, t, id), v);
+        }
+        self.count(d, 1);
+    }
+
+    fn write_counters(&self, batch: &mut WriteBatch) -> Result<()> {
+        for (suffix, (docs, len)) in &self.counters {
+            if *docs == 0 && *len == 0 {
+                continue;
+            }
+            let key = keys::index_key(self.ctx.prefix, STATS, suffix);
+            let (d0, l0) = match self.ctx.store.get_cf(self.ctx.snap, CF_INDEX, &key)? {
+                Some(v) => decode_counter(&v)?,
+                None => (0, 0),
+            };
+            let d = d0 as i64 + docs;
+            let l = l0 as i64 + len;
+            if d < 0 || l < 0 {
+                return Err(Error::corruption("keyword index counters would become negative"));
+            }
+            if d == 0 {
+                batch.delete_cf(self.cf, key);
+            } else {
+                let mut v = (d as u64).to_le_bytes().to_vec();
+                v.extend_from_slice(&(l as u64).to_le_bytes());
+                batch.put_cf(self.cf, key, v);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Stage the keyword index changes of `staged` into `batch`: each episode's old document is
+/// removed and its new revision (unless deleted) added; up to `PURGE_PER_WRITE` other
+/// expired documents of the namespace are purged.
+pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut WriteBatch) -> Result<()> {
+    let mut s = Staging { ctx, cf: ctx.store.cf(CF_INDEX), counters: HashMap::new() };
+    let mine: HashSet<Uuid> = staged.iter().map(|e| e.id).collect();
+    for (id, _) in expired(ctx.store, ctx.snap, ctx.prefix, ctx.now, PURGE_PER_WRITE)? {
+        if !mine.contains(&id) {
+            if let Some(d) = s.doc(&id)? {
+                s.remove(batch, &id, &d);
+            }
+        }
+    }
+    for e in staged {
+        if let Some(old) = s.doc(&e.id)? {
+            s.remove(batch, &e.id, &old);
+        }
+        if !e.deleted {
+            s.add(batch, &e.id, &Doc::of(e));
+        }
+    }
+    s.write_counters(batch)
+}
+
+/// Up to `limit` documents that expired at or before `now`: `(id, EXPIRING value)`.
+fn expired(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], now: i64, limit: usize) -> Result<Vec<(Uuid, Vec<u8>)>> {
+    let kind = keys::index_key(prefix, EXPIRING, &[]);
+    let mut it = store.prefix_iter(snap, CF_INDEX, &kind, &kind);
+    let bound = expiry_sortable(now);
+    let mut out = Vec::new();
+    while it.valid() && out.len() < limit {
+        let k = &it.key().expect("valid iterator")[kind.len()..];
+        if k.len() != 24 {
+            return Err(Error::corruption("a keyword index expiry key is malformed"));
+        }
+        if k[..8] > bound[..] {
+            break;
+        }
+        let id = Uuid::from_bytes(k[8..].try_into().expect("16 bytes"));
+        out.push((id, it.value().expect("valid iterator").to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
+/// The BM25 ranking of `terms` over the namespace's visible documents that pass `filter`,
+/// at `now`: `(score, id)`, score descending then UUID, at most `limit`. Equal, hit for hit
+/// and bit for bit, to the scan it replaces (`tests/keyword_index.rs` checks it).
+pub(crate) fn rank(
+    store: &Store,
+    snap: &Snapshot<'_>,
+    prefix: &[u8],
+    terms: &[String],
+    filter: Filter<'_>,
+    now: i64,
+    limit: usize,
+) -> Result<Vec<(f64, Uuid)>> {
+    // Corpus statistics: the counters, less the expired documents still indexed.
+    let (mut n, mut total) = match store.get_cf(snap, CF_INDEX, &keys::index_key(prefix, STATS, &stats_for(&filter)))? {
+        Some(v) => decode_counter(&v)?,
+        None => (0, 0),
+    };
+    for (_, v) in expired(store, snap, prefix, now, usize::MAX)? {
+        let mut r = Reader(&v);
+        let dl = r.u64()?;
+        let (episode_type, tags) = decode_filter_fields(&mut r)?;
+        r.done()?;
+        let d = Doc { dl, expires_at_ms: None, episode_type, tags, terms: Vec::new() };
+        if d.accepted_by(&filter) {
+            n = n.checked_sub(1).ok_or_else(|| Error::corruption("keyword index counters are inconsistent"))?;
+            total = total.saturating_sub(dl);
+        }
+    }
+    let filtered = filter.episode_type.is_some() || filter.tag.is_some();
+    let mut accepted: HashMap<Uuid, bool> = HashMap::new();
+    let nterms = terms.len();
+    let mut slot: HashMap<Uuid, usize> = HashMap::new();
+    let mut matched: Vec<(Uuid, u64)> = Vec::new();
+    let mut tf: Vec<u32> = Vec::new();
+    let mut df = vec![0u64; nterms];
+    for (ti, term) in terms.iter().enumerate() {
+        let tp = term_prefix(prefix, term);
+        let mut it = store.prefix_iter(snap, CF_INDEX, &tp, &tp);
+        while it.valid() {
+            let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
+            let id = k
+                .get(tp.len()..)
+                .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                .map(Uuid::from_bytes)
+                .ok_or_else(|| Error::corruption("a keyword posting key is malformed"))?;
+            let (f, dl, expiry) = match v.len() {
+                12 | 20 => (
+                    u32::from_le_bytes(v[..4].try_into().expect("4 bytes")),
+                    u64::from_le_bytes(v[4..12].try_into().expect("8 bytes")),
+                    (v.len() == 20).then(|| i64::from_le_bytes(v[12..].try_into().expect("8 bytes"))),
+                ),
+                _ => return Err(Error::corruption("a keyword posting is malformed")),
+            };
+            it.next();
+            if expiry.is_some_and(|e| now >= e) {
+                continue;
+            }
+            if filtered {
+                let ok = match accepted.get(&id) {
+                    Some(&ok) => ok,
+                    None => {
+                        let key = keys::index_key(prefix, DOC, id.as_bytes());
+                        let d = store
+                            .get_cf(snap, CF_INDEX, &key)?
+                            .ok_or_else(|| Error::corruption("a keyword posting has no document"))?;
+                        let ok = Doc::decode(&d)?.accepted_by(&filter);
+                        accepted.insert(id, ok);
+                        ok
+                    }
+                };
+                if !ok {
+                    continue;
+                }
+            }
+            df[ti] += 1;
+            let i = *slot.entry(id).or_insert_with(|| {
+                matched.push((id, dl));
+                tf.resize(tf.len() + nterms, 0);
+                matched.len() - 1
+            });
+            tf[i * nterms + ti] = f;
+        }
+        it.status()?;
+    }
+    let idfs: Vec<f64> = df.iter().map(|&d| bm25::idf(n, d)).collect();
+    let avgdl = bm25::Corpus { records: n, total_len: total }.avgdl();
+    let mut scored: Vec<(f64, Uuid)> = matched
+        .iter()
+        .enumerate()
+        .map(|(i, &(id, dl))| (bm25::score(&idfs, &tf[i * nterms..(i + 1) * nterms], dl, avgdl), id))
+        .collect();
+    let order = |a: &(f64, Uuid), b: &(f64, Uuid)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if scored.len() > limit && limit > 0 {
+        scored.select_nth_unstable_by(limit - 1, order);
+    }
+    scored.truncate(limit);
+    scored.sort_unstable_by(order);
+    Ok(scored)
 }

@@ -337,9 +337,7 @@ impl Mnem {
     /// `keyword_search`: BM25 over every visible record of the namespace. Text without
     /// terms (blank, punctuation) or a zero limit returns no results.
     pub fn keyword_search(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<KeywordSearchResult>> {
-        let snap = self.store.snapshot();
-        let ranked = self.keyword_ranked(&snap, ns, q, now_ms())?;
-        self.fetch_hits(&snap, ns, ranked)
+        self.keyword_search_at(ns, q, now_ms())
     }
 
     /// `keyword_search` up to ranking, within a caller's snapshot and visibility time (hybrid
@@ -355,10 +353,36 @@ impl Mnem {
         if terms.is_empty() || q.limit == 0 {
             return Ok(Vec::new());
         }
+        let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
+        index::rank(&self.store, snap, &ns.prefix(), &terms, filter, now, q.limit)
+    }
+
+    /// `keyword_search` answered by scanning every record instead of the index: the oracle
+    /// the index is tested against. Not for production use: its cost grows with the namespace.
+    #[doc(hidden)]
+    pub fn keyword_search_by_scan(
+        &self,
+        ns: &Namespace,
+        q: &KeywordQuery,
+        now: i64,
+    ) -> Result<Vec<KeywordSearchResult>> {
+        let snap = self.store.snapshot();
+        let terms = checked_terms(&q.text)?;
+        if terms.is_empty() || q.limit == 0 {
+            return Ok(Vec::new());
+        }
         let mut matcher = TermMatcher::new(terms);
         let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
-        let w = self.scan_window(snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
-        Ok(Self::rank(&w, q.limit))
+        let w = self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
+        self.fetch_hits(&snap, ns, Self::rank(&w, q.limit))
+    }
+
+    /// `keyword_search` at a given visibility time (tests compare it with the scan).
+    #[doc(hidden)]
+    pub fn keyword_search_at(&self, ns: &Namespace, q: &KeywordQuery, now: i64) -> Result<Vec<KeywordSearchResult>> {
+        let snap = self.store.snapshot();
+        let ranked = self.keyword_ranked(&snap, ns, q, now)?;
+        self.fetch_hits(&snap, ns, ranked)
     }
 
     /// Substring search (`mnem_substring_search`): visible records whose primary, secondary
