@@ -14,7 +14,11 @@
 //!   mixture of Gaussians around `--centroids` (300) random unit centroids, per-dimension
 //!   noise 0.03, normalized. Times the write plus one search; in a fresh process the first
 //!   hybrid search after reopen, warm p50 (default weights and `semantic_weight` 1.0), and
-//!   recall@10 of the semantic channel against exact cosine over the same vectors.
+//!   recall@10 of the semantic channel against exact cosine over the same vectors. Then
+//!   usearch builds the same vectors single-threaded (`bench/compare.py --vector-libs
+//!   usearch` in the bench venv, /var/cache/mnem/bench-venv, skipped when absent), so the
+//!   write time is compared with it in the same run. Stores open with `cache_bytes` 1 GiB,
+//!   so that the graph stays loaded.
 //! - `namespaces`: `--namespaces` (10,000) namespaces × `--per-ns` (50) events; in a fresh
 //!   process each namespace searched once, VmRSS before and after.
 //!
@@ -560,6 +564,32 @@ fn hybrid_query(text: &str, v: &[f32], semantic_weight: f64) -> HybridQuery {
     q
 }
 
+/// Where bench/compare.py's libraries are installed (see its docstring).
+const BENCH_PYTHON: &str = "/var/cache/mnem/bench-venv/bin/python";
+
+/// A store with room for a 50,000 x 384-d graph (~85 MB) in its cache.
+fn open_hybrid(dir: &Path, create: bool) -> Mnem {
+    let opts = OpenOptions { create, cache_bytes: 1 << 30, ..Default::default() };
+    Mnem::open(dir.to_str().expect("UTF-8 path"), opts).expect("open store")
+}
+
+/// usearch's single-threaded build of the vectors file, by bench/compare.py; None when
+/// the bench venv or usearch is missing.
+fn usearch_build(a: &Args, n: usize) -> Option<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/compare.py");
+    eprintln!("usearch: building the same {n} vectors (bench/compare.py)");
+    let out = Command::new(BENCH_PYTHON)
+        .arg(script)
+        .args(["--out", a.out.to_str().expect("UTF-8 path"), "--skip-texts", "--vector-libs", "usearch"])
+        .args(["--vector-n", &n.to_string(), "--dim", &a.dim.to_string()])
+        .stderr(Stdio::inherit())
+        .output()
+        .ok()?;
+    let stdout = String::from_utf8(out.stdout).ok()?;
+    let v: Value = serde_json::from_str(stdout.lines().last()?).ok()?;
+    v["usearch"].get("build_s").is_some().then(|| v["usearch"].clone())
+}
+
 fn hybrid_write(a: &Args) -> Value {
     let n = scenario_n(a);
     let texts = texts(&corpus(a, n));
@@ -567,7 +597,7 @@ fn hybrid_write(a: &Args) -> Value {
     let (data, qv) = vectors(a, n);
     let dir = fresh_dir(a, "hybrid-store");
     eprintln!("hybrid-cold: put_episodes of {n} episodes with {}-d vectors", a.dim);
-    let m = open(&dir, false, true);
+    let m = open_hybrid(&dir, true);
     let ns = Namespace::new("bench", "user");
     let t = Instant::now();
     let write_s = put_texts(&m, &ns, &texts, Some(&data), a.dim);
@@ -578,6 +608,7 @@ fn hybrid_write(a: &Args) -> Value {
     drop(m);
     let cold = cold_process(a, &[]);
     done_with(a, &dir);
+    let usearch = usearch_build(a, n);
     println!("hybrid-cold, {n} episodes, {}-d vectors ({} centroids), {} queries", a.dim, a.centroids, qs.len());
     println!(
         "  write of all {n} plus one search: {total_s:.2} s (write {write_s:.2} s, {:.3} ms/vector; search {:.0} ms)",
@@ -600,7 +631,19 @@ fn hybrid_write(a: &Args) -> Value {
         num(&cold["semantic_p99_ms"]),
         num(&cold["recall_at_10"])
     );
+    let usearch_s = usearch.as_ref().map(|u| num(&u["build_s"]));
+    match (&usearch, usearch_s) {
+        (Some(u), Some(us)) => println!(
+            "  usearch f32, 1 thread, same vectors: build {us:.2} s ({:.3} ms/vector, recall@10 {}); \
+             mnem write plus search / usearch build = {:.2}",
+            num(&u["build_ms_per_vector"]),
+            u["recall_at_10"],
+            total_s / us
+        ),
+        _ => println!("  usearch: skipped (no {BENCH_PYTHON} with usearch)"),
+    }
     json!({
+        "usearch_build_s": usearch_s, "write_plus_search_over_usearch": usearch_s.map(|us| round3(total_s / us)),
         "scenario": "hybrid-cold", "n": n, "dim": a.dim, "centroids": a.centroids, "queries": qs.len(),
         "write_s": round3(write_s), "write_ms_per_vector": round3(write_s * 1e3 / n as f64),
         "first_search_after_write_ms": round3(search_ms), "write_plus_search_s": round3(total_s),
@@ -619,7 +662,7 @@ fn hybrid_cold(a: &Args) -> Value {
     let dim = a.dim;
     let ns = Namespace::new("bench", "user");
     let t = Instant::now();
-    let m = open(&dir, false, false);
+    let m = open_hybrid(&dir, false);
     let open_ms = ms(t);
     let t = Instant::now();
     m.hybrid_search(&ns, &hybrid_query(&qs[0], &qv[..dim], 0.5)).expect("hybrid_search");

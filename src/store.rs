@@ -131,8 +131,14 @@ impl Store {
             std::fs::create_dir_all(dir).map_err(|e| Error::new(Status::Io, format!("cannot create {path:?}: {e}")))?;
             (path.to_string(), Some(lock_dir(dir)?), None)
         };
-        let descriptors: Vec<ColumnFamilyDescriptor> =
-            COLUMN_FAMILIES.iter().map(|n| ColumnFamilyDescriptor::new(*n, db_opts.clone())).collect();
+        // A read-only open cannot create column families: open those that exist (an older
+        // format lacks some), and let the format check say what is wrong.
+        let existing = if opts.read_only { DB::list_cf(&db_opts, &dir).unwrap_or_default() } else { Vec::new() };
+        let descriptors: Vec<ColumnFamilyDescriptor> = COLUMN_FAMILIES
+            .iter()
+            .filter(|n| !opts.read_only || existing.iter().any(|e| e == *n))
+            .map(|n| ColumnFamilyDescriptor::new(*n, db_opts.clone()))
+            .collect();
         let db = if opts.read_only {
             DB::open_cf_descriptors_read_only(&db_opts, &dir, descriptors, false)
         } else {

@@ -1,10 +1,110 @@
-//! Building the derived indexes of a store written before they were persisted.
+//! Building the derived indexes of a store written before they were persisted (format 1):
+//! once, at its first read-write open, through the same staging steps as every write.
 
-use crate::error::Result;
-use crate::mnem::Mnem;
+use crate::adk::index::Placement;
+use crate::adk::memory_id;
+use crate::error::{Error, Result};
+use crate::keys::{self, adk_tag};
+use crate::mnem::{IndexWrite, Mnem};
+use crate::record::Episode;
+use crate::store::{now_ms, CF_ADK, CF_EPISODES, CF_INDEX};
+use rocksdb::{Snapshot, WriteBatch};
+use std::collections::HashSet;
+use uuid::Uuid;
+
+/// Episodes staged per write batch: bounds the batch's memory.
+const CHUNK: usize = 1000;
 
 /// Build every namespace's indexes from its records, then record the current format.
-/// Returns the number of namespaces indexed.
-pub(crate) fn build_indexes(_mnem: &Mnem) -> Result<u64> {
-    Ok(0)
+/// Returns the number of namespaces indexed. A crash part-way leaves the old format record,
+/// so the next open starts over (the partial index is cleared first).
+pub(crate) fn build_indexes(m: &Mnem) -> Result<u64> {
+    m.store.clear_cf(CF_INDEX)?;
+    let records = m.store.snapshot();
+    let mut it = m.store.prefix_iter(&records, CF_EPISODES, &[], &[]);
+    let mut namespaces = 0u64;
+    let mut current: Option<(Vec<u8>, Placement)> = None;
+    let mut chunk: Vec<Episode> = Vec::new();
+    while it.valid() {
+        let key = it.key().expect("valid iterator");
+        let split = key.len().checked_sub(16).ok_or_else(|| Error::corruption("episode key is too short"))?;
+        let (prefix, id) = key.split_at(split);
+        let id = Uuid::from_bytes(id.try_into().expect("16 bytes"));
+        if current.as_ref().is_none_or(|(p, _)| p != prefix) {
+            if let Some((p, placement)) = &current {
+                index_chunk(m, p, &mut chunk, placement)?;
+            }
+            current = Some((prefix.to_vec(), placement(m, &records, prefix)?));
+            namespaces += 1;
+        }
+        let e = Episode::decode(id, it.value().expect("valid iterator"))?;
+        if !e.deleted {
+            chunk.push(e);
+        }
+        if chunk.len() == CHUNK {
+            let (p, placement) = current.as_ref().expect("set above");
+            index_chunk(m, p, &mut chunk, placement)?;
+        }
+        it.next();
+    }
+    it.status()?;
+    if let Some((p, placement)) = &current {
+        index_chunk(m, p, &mut chunk, placement)?;
+    }
+    let mut b = WriteBatch::default();
+    m.store.stage_format(&mut b);
+    m.store.write(b)?;
+    Ok(namespaces)
+}
+
+fn index_chunk(m: &Mnem, prefix: &[u8], chunk: &mut Vec<Episode>, placement: &Placement) -> Result<()> {
+    if chunk.is_empty() {
+        return Ok(());
+    }
+    // A fresh snapshot per chunk: each sees the index keys the previous chunks wrote.
+    let snap = m.store.snapshot();
+    let ctx = IndexWrite { store: &m.store, snap: &snap, prefix, now: now_ms() };
+    let staged: Vec<&Episode> = chunk.iter().collect();
+    m.commit_staged(&ctx, &staged, WriteBatch::default(), placement)?;
+    chunk.clear();
+    Ok(())
+}
+
+/// Where a namespace's ADK events sit (its order entries), and which episodes the ADK
+/// index leaves out (those whose memory id `delete_memory` tombstoned).
+fn placement(m: &Mnem, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Placement> {
+    let mut p = Placement::default();
+    let order = keys::adk_key(prefix, adk_tag::ORDER, &[]);
+    let mut it = m.store.prefix_iter(snap, CF_ADK, &order, &order);
+    while it.valid() {
+        let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
+        match (keys::parse_order_suffix(&k[order.len()..]), <[u8; 16]>::try_from(v)) {
+            (Some(place), Ok(id)) => p.places.insert(Uuid::from_bytes(id), place),
+            _ => return Err(Error::corruption("ADK order record is malformed")),
+        };
+        it.next();
+    }
+    it.status()?;
+    let tomb = keys::adk_key(prefix, adk_tag::TOMBSTONE, &[]);
+    let mut tombstoned: HashSet<Vec<u8>> = HashSet::new();
+    let mut it = m.store.prefix_iter(snap, CF_ADK, &tomb, &tomb);
+    while it.valid() {
+        tombstoned.insert(it.key().expect("valid iterator")[tomb.len()..].to_vec());
+        it.next();
+    }
+    it.status()?;
+    if !tombstoned.is_empty() {
+        let mut it = m.store.prefix_iter(snap, CF_EPISODES, prefix, prefix);
+        while it.valid() {
+            let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
+            let id = Uuid::from_bytes(k[prefix.len()..].try_into().map_err(|_| Error::corruption("bad episode key"))?);
+            let view = crate::record::RecordView::parse(id, v)?;
+            if tombstoned.contains(memory_id(view.event_id(), &id).as_bytes()) {
+                p.excluded.insert(id);
+            }
+            it.next();
+        }
+        it.status()?;
+    }
+    Ok(p)
 }

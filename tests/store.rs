@@ -6,8 +6,10 @@ fn tempdir(tag: &str) -> String {
     std::env::temp_dir().join(format!("mnem-{tag}-{}", uuid::Uuid::now_v7())).to_string_lossy().into_owned()
 }
 
-const CREATE: OpenOptions = OpenOptions { create: true, read_only: false, sync_writes: false };
-const READ_ONLY: OpenOptions = OpenOptions { create: false, read_only: true, sync_writes: false };
+const CREATE: OpenOptions =
+    OpenOptions { create: true, read_only: false, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
+const READ_ONLY: OpenOptions =
+    OpenOptions { create: false, read_only: true, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
 
 fn note(text: &str) -> EpisodeInput {
     EpisodeInput { primary: text.into(), ..Default::default() }
@@ -72,8 +74,17 @@ fn newer_format_is_incompatible() {
 
 #[test]
 fn create_with_read_only_is_rejected() {
-    let e =
-        Mnem::open(&tempdir("flags"), OpenOptions { create: true, read_only: true, sync_writes: false }).err().unwrap();
+    let e = Mnem::open(
+        &tempdir("flags"),
+        OpenOptions {
+            create: true,
+            read_only: true,
+            sync_writes: false,
+            cache_bytes: mnem::store::DEFAULT_CACHE_BYTES,
+        },
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.status, Status::InvalidArgument);
 }
 
