@@ -11,7 +11,9 @@ Benchmark-only packages live in their own venv, never in the test venv. Reads fr
 - vectors: `vectors-NxD.f32` and `qvectors-NxD.f32` (little-endian f32, row-major, unit
   length). hnswlib and usearch build single-threaded with mnem's graph parameters (M 16,
   ef_construction 128, search ef 128, cosine); reported: build ms per vector, search p50
-  (one query at a time, top 10), recall@10 against exact cosine (numpy).
+  (one query at a time, top 10), recall@10 against exact cosine (numpy). `--vector-libs
+  usearch` runs only usearch: `bench_indexes hybrid-cold` calls that to compare its write
+  time with usearch's build on the same vectors in the same run.
 - texts: the first N lines of `corpus.jsonl` (each event's text) and `queries-N.txt`.
   tantivy (default tokenizer, BM25, on disk, one writer thread) and SQLite FTS5 (unicode61,
   bm25(), on disk) answer each query's words OR-ed, top 10 with their texts; reported: index
@@ -210,6 +212,8 @@ def main():
     ap.add_argument("--vector-n", type=int, default=20_000)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--skip-vectors", action="store_true")
+    ap.add_argument("--vector-libs", default="hnswlib,usearch",
+                    help="comma-separated: which vector libraries to run")
     ap.add_argument("--skip-texts", action="store_true")
     a = ap.parse_args()
     summary = {"vector_n": a.vector_n, "dim": a.dim, "text_n": a.text_n}
@@ -217,7 +221,8 @@ def main():
         data, queries = load_vectors(a.out, a.vector_n, a.dim)
         truth = exact_top10(data, queries)
         summary["vector_queries"] = len(queries)
-        for name, fn in (("hnswlib", bench_hnswlib), ("usearch", bench_usearch)):
+        libs = (("hnswlib", bench_hnswlib), ("usearch", bench_usearch))
+        for name, fn in (lib for lib in libs if lib[0] in a.vector_libs.split(",")):
             r = summary[name] = attempt(name, fn, data, queries, truth)
             if "skipped" in r:
                 print(f"{name}: skipped ({r['skipped']})")

@@ -131,11 +131,11 @@ impl Mnem {
         // One snapshot and one visibility time for both channels and the records.
         let now = now_ms();
         let vectors = match &q.vector {
-            Some(_) if q.semantic_weight > 0.0 => self.vector_index(ns)?,
+            Some(_) if q.semantic_weight > 0.0 => self.vector_read(ns)?,
             _ => None,
         };
         if let (Some(ix), Some(v)) = (&vectors, &q.vector) {
-            let dim = ix.read().hnsw.dim();
+            let dim = ix.hnsw.dim();
             if v.len() != dim {
                 return Err(Error::invalid(format!(
                     "`vector` has {} dimensions; this namespace's vectors have {dim}",
@@ -145,13 +145,28 @@ impl Mnem {
         }
         // Semantic support means a live vector now, not a dimension recorded once: a
         // namespace whose vectors were all deleted or expired fuses with lexical weight 1.
-        let vectors = vectors.filter(|ix| ix.read().has_live(now));
+        let vectors = vectors.filter(|ix| ix.has_live(now));
         let (w_lex, w_sem) = match &vectors {
             Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
             None => (1.0, 0.0),
         };
+        // The graph is read-locked, so writes wait and this snapshot sees what it holds.
         let snap = self.store.snapshot();
         let prefix = ns.prefix();
+        let semantic: Vec<Uuid> = match (vectors, &q.vector) {
+            (Some(ix), Some(v)) if w_sem > 0.0 => {
+                let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
+                let filtered = q.episode_type.is_some() || q.tag.is_some();
+                let keep = |id: &Uuid| {
+                    !filtered
+                        || matches!(self.store.get_episode_raw(&snap, &prefix, id), Ok(Some(b))
+                            if ScanView::parse(&b).is_ok_and(|v| filter.accepts(&v)))
+                };
+                ix.nearest(v, pool, now, keep).into_iter().map(|(id, _)| id).collect()
+                // The read lock ends here, before the keyword channel takes any other lock.
+            }
+            _ => Vec::new(),
+        };
         let lexical: Vec<Uuid> = if w_lex > 0.0 {
             let kq = KeywordQuery {
                 text: q.text.clone(),
@@ -163,20 +178,6 @@ impl Mnem {
         } else {
             Vec::new()
         };
-        let semantic: Vec<Uuid> = match (&vectors, &q.vector) {
-            (Some(ix), Some(v)) if w_sem > 0.0 => {
-                let ix = ix.read();
-                let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
-                let filtered = q.episode_type.is_some() || q.tag.is_some();
-                let keep = |id: &Uuid| {
-                    !filtered
-                        || matches!(self.store.get_episode_raw(&snap, &prefix, id), Ok(Some(b))
-                            if ScanView::parse(&b).is_ok_and(|v| filter.accepts(&v)))
-                };
-                ix.nearest(v, pool, now, keep).into_iter().map(|(id, _)| id).collect()
-            }
-            _ => Vec::new(),
-        };
         let mut out = Vec::with_capacity(q.limit);
         for (id, score, k, s) in fuse(&lexical, &semantic, w_lex, w_sem) {
             if out.len() == q.limit {
@@ -184,8 +185,6 @@ impl Mnem {
             }
             let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &id)? else { continue };
             let record = Episode::decode(id, &bytes)?;
-            // The vector index follows each write right after its commit; a write landing in
-            // between is seen here, in the snapshot, and its episode is skipped.
             if !record.is_visible(now) {
                 continue;
             }

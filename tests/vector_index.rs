@@ -28,7 +28,7 @@ fn unit(v: Vec<f64>) -> Vec<f32> {
 fn clustered(seed: u64, n: usize, queries: usize, dim: usize, k: usize) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
     let mut r = Rng(seed);
     let centres: Vec<Vec<f32>> = (0..k).map(|_| unit((0..dim).map(|_| r.normal()).collect())).collect();
-    let mut point = |r: &mut Rng| {
+    let point = |r: &mut Rng| {
         let c = &centres[(r.unit() * k as f64) as usize % k];
         unit(c.iter().map(|x| f64::from(*x) + 0.08 * r.normal()).collect())
     };

@@ -2,6 +2,7 @@
 //! cosine similarity. Deleted nodes stay in the graph as waypoints and are filtered from
 //! results, so deletes never degrade connectivity; the owner rebuilds when they dominate.
 //! Levels come from a seeded generator, so the same inserts build the same graph.
+//! A search whose filter rejects most of what the beam reaches answers by an exact scan.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -9,6 +10,10 @@ use std::collections::BinaryHeap;
 const M: usize = 16;
 const M0: usize = 2 * M;
 const EF_CONSTRUCTION: usize = 128;
+/// The highest level a node gets (its level is drawn, then capped).
+pub const MAX_LEVEL: usize = 16;
+/// The most links a node keeps on one level (level 0 keeps this many, others half).
+pub const MAX_LINKS: usize = M0;
 
 #[derive(Clone, Copy, PartialEq)]
 struct Cand {
@@ -38,19 +43,24 @@ pub struct Hnsw {
     rng: u64,
 }
 
-/// Dot product summed in a fixed order (eight lanes, then a fixed tree, then the tail): the
-/// same bits on every CPU, so the same inserts build the same graph, and a form LLVM
-/// vectorizes with baseline SSE2 (distances are most of the build time).
+/// Dot product summed in a fixed order (sixteen lanes, then a fixed tree, then the tail):
+/// the same bits on every CPU, so the same inserts build the same graph, and a form LLVM
+/// vectorizes with baseline SSE2 into four independent accumulators (distances are most of
+/// the build time, and one accumulator chain would wait on each add's latency).
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let mut acc = [0f32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
+        for i in 0..16 {
             acc[i] += x[i] * y[i];
         }
     }
-    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    let mut l = [0f32; 4];
+    for (i, x) in l.iter_mut().enumerate() {
+        *x = (acc[i] + acc[i + 8]) + (acc[i + 4] + acc[i + 12]);
+    }
+    let mut s = (l[0] + l[2]) + (l[1] + l[3]);
     for (x, y) in ra.iter().zip(rb) {
         s += x * y;
     }
@@ -93,6 +103,49 @@ impl Hnsw {
         }
     }
 
+    /// A graph from its persisted parts; `links[n][l]` are node `n`'s neighbours on level `l`.
+    pub fn from_parts(
+        dim: usize,
+        data: Vec<f32>,
+        links: Vec<Vec<Vec<u32>>>,
+        deleted: Vec<bool>,
+        entry: Option<u32>,
+        top: usize,
+        rng: u64,
+    ) -> Hnsw {
+        let live = deleted.iter().filter(|d| !**d).count();
+        Hnsw { dim, data, links, deleted, live, entry, top, rng }
+    }
+
+    /// The unit vector of node `n`.
+    pub fn vector(&self, n: u32) -> &[f32] {
+        self.vec(n)
+    }
+    /// Node `n`'s neighbours, by level.
+    pub fn links(&self, n: u32) -> &[Vec<u32>] {
+        &self.links[n as usize]
+    }
+    pub fn is_deleted(&self, n: u32) -> bool {
+        self.deleted[n as usize]
+    }
+    pub fn entry(&self) -> Option<u32> {
+        self.entry
+    }
+    pub fn top(&self) -> usize {
+        self.top
+    }
+    /// The level generator's state: persisted, so that a reloaded graph goes on drawing
+    /// the levels the never-unloaded one would.
+    pub fn rng_state(&self) -> u64 {
+        self.rng
+    }
+    /// Bytes of heap this graph holds (vectors, link lists, flags).
+    pub fn heap_bytes(&self) -> usize {
+        let lists: usize =
+            self.links.iter().map(|l| 24 * l.capacity() + l.iter().map(|x| 4 * x.capacity()).sum::<usize>()).sum();
+        4 * self.data.capacity() + 24 * self.links.capacity() + lists + self.deleted.capacity()
+    }
+
     pub fn dim(&self) -> usize {
         self.dim
     }
@@ -125,11 +178,13 @@ impl Hnsw {
         ((-u.ln()) / (M as f64).ln()) as usize
     }
 
-    /// Insert a unit vector; returns its node number.
-    pub fn insert(&mut self, v: &[f32]) -> u32 {
+    /// Insert a unit vector; returns its node number. Every node whose links change (the
+    /// new one and the neighbours that link back to it) is pushed to `touched`.
+    pub fn insert(&mut self, v: &[f32], touched: &mut Vec<u32>) -> u32 {
         assert_eq!(v.len(), self.dim, "caller checks the dimension");
         let node = u32::try_from(self.deleted.len()).expect("fewer than 2^32 vectors");
-        let level = self.random_level().min(16);
+        touched.push(node);
+        let level = self.random_level().min(MAX_LEVEL);
         self.data.extend_from_slice(v);
         self.links.push(vec![Vec::new(); level + 1]);
         self.deleted.push(false);
@@ -146,9 +201,10 @@ impl Hnsw {
         for l in (0..=level.min(self.top)).rev() {
             let found = self.search_layer(v, &eps, EF_CONSTRUCTION, l);
             let cap = if l == 0 { M0 } else { M };
-            let chosen = self.select(&found, M);
+            let chosen = self.select(&found, M, true);
             self.links[node as usize][l] = chosen.clone();
             for &nb in &chosen {
+                touched.push(nb);
                 let list = &mut self.links[nb as usize][l];
                 list.push(node);
                 if list.len() > cap {
@@ -158,7 +214,7 @@ impl Hnsw {
                         .map(|&x| Cand { dist: self.dist(&base, x), node: x })
                         .collect();
                     c.sort();
-                    self.links[nb as usize][l] = self.select(&c, cap);
+                    self.links[nb as usize][l] = self.select(&c, cap, false);
                 }
             }
             eps = found.iter().map(|c| c.node).collect();
@@ -171,9 +227,11 @@ impl Hnsw {
     }
 
     /// The neighbour-selection heuristic: keep a candidate only if it is closer to the base
-    /// than to every neighbour kept so far (spreads links across directions), then fill up
-    /// with the nearest of the rest. `sorted` is nearest first.
-    fn select(&self, sorted: &[Cand], m: usize) -> Vec<u32> {
+    /// than to every neighbour kept so far (spreads links across directions), then, with
+    /// `fill`, fill up with the nearest of the rest. `sorted` is nearest first. A full list
+    /// pruned without filling gets room again, so the next links to it are appended rather
+    /// than re-pruned each time (pruning costs a distance per link pair).
+    fn select(&self, sorted: &[Cand], m: usize, fill: bool) -> Vec<u32> {
         let mut kept: Vec<u32> = Vec::with_capacity(m);
         let mut rest = Vec::new();
         for c in sorted {
@@ -188,7 +246,7 @@ impl Hnsw {
             }
         }
         for r in rest {
-            if kept.len() == m {
+            if kept.len() == m || !fill {
                 break;
             }
             kept.push(r);
@@ -261,9 +319,19 @@ impl Hnsw {
         }
     }
 
-    /// Up to `k` live nodes nearest to unit vector `q` that `keep` accepts, with their cosine
-    /// similarity, best first (ties by node number). `ef` bounds the search breadth.
-    pub fn search(&self, q: &[f32], k: usize, ef: usize, keep: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
+    /// Up to `k` live nodes nearest to unit vector `q` that `visible` and `keep` accept,
+    /// with their cosine similarity, best first (ties by node number). `ef` is the first
+    /// beam width. The beam widens while deleted or invisible nodes eat it; when `keep`
+    /// rejects more than 7 in 8 of the visible nodes the beam reaches, widening would visit
+    /// most of the graph anyway, so an exact scan answers instead.
+    pub fn search(
+        &self,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        visible: impl Fn(u32) -> bool,
+        mut keep: impl FnMut(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
         let Some(mut ep) = self.entry else { return Vec::new() };
         if k == 0 {
             return Vec::new();
@@ -271,22 +339,49 @@ impl Hnsw {
         for l in (1..=self.top).rev() {
             ep = self.greedy(q, ep, l);
         }
-        // Widen until enough accepted results are found or the whole graph was in reach:
-        // deleted and filtered nodes take places in the beam.
+        // `keep` may be costly (a record read): ask once per node.
+        let mut kept: std::collections::HashMap<u32, bool> = std::collections::HashMap::new();
         let mut ef = ef.max(k);
         loop {
             let found = self.search_layer(q, &[ep], ef, 0);
             let exhausted = found.len() < ef;
-            let out: Vec<(u32, f32)> = found
-                .iter()
-                .filter(|c| !self.deleted[c.node as usize] && keep(c.node))
-                .take(k)
-                .map(|c| (c.node, 1.0 - c.dist))
-                .collect();
+            let (mut examined, mut out) = (0usize, Vec::new());
+            for c in &found {
+                if self.deleted[c.node as usize] || !visible(c.node) {
+                    continue;
+                }
+                examined += 1;
+                if *kept.entry(c.node).or_insert_with(|| keep(c.node)) {
+                    out.push((c.node, 1.0 - c.dist));
+                    if out.len() == k {
+                        break;
+                    }
+                }
+            }
             if out.len() >= k || exhausted || ef >= self.len() {
                 return out;
             }
+            if out.len() * 8 < examined {
+                return self.exact(q, k, visible, |n| *kept.entry(n).or_insert_with(|| keep(n)));
+            }
             ef = ef.saturating_mul(2).min(self.len());
         }
+    }
+
+    /// `search` by brute force: every live visible node's distance, then `keep` asked in
+    /// order of distance until `k` are accepted.
+    pub fn exact(
+        &self,
+        q: &[f32],
+        k: usize,
+        visible: impl Fn(u32) -> bool,
+        mut keep: impl FnMut(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
+        let mut all: Vec<Cand> = (0..self.len() as u32)
+            .filter(|&n| !self.deleted[n as usize] && visible(n))
+            .map(|n| Cand { dist: self.dist(q, n), node: n })
+            .collect();
+        all.sort_unstable();
+        all.into_iter().filter(|c| keep(c.node)).take(k).map(|c| (c.node, 1.0 - c.dist)).collect()
     }
 }

@@ -1,23 +1,34 @@
-//! Vectors: stored in each episode record (the source of truth); the per-namespace HNSW
-//! index is derived from them on first use after open and kept in step by every write.
+//! Vectors: stored in each episode record (the source of truth) and, per namespace, in an
+//! HNSW graph persisted node by node in the `index` column family (`layout`). A write
+//! stages the keys of the nodes it changes into its batch; a search or write loads the
+//! graph from those keys into the shared byte-budgeted cache (`Mnem::cache`) on first use.
+//!
+//! A loaded graph is changed only by a writer holding `Mnem::write_lock` and the graph's
+//! write lock, kept until its batch is committed: readers never see a change that is not
+//! committed, and a failed batch retires the graph (holders reload it from the store).
 
 pub mod hnsw;
+mod layout;
 
+use crate::cache::{Cache, Key};
 use crate::error::{Error, Result};
-use crate::keys::Namespace;
+use crate::keys::{index_key, index_tag, Namespace};
 use crate::mnem::{IndexWrite, Mnem};
 use crate::record::Episode;
-use crate::store::{Store, CF_META};
+use crate::store::{Store, CF_INDEX, CF_META};
 use hnsw::Hnsw;
-use parking_lot::RwLock;
+use layout::Header;
+use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
+use parking_lot::{RawRwLock, RwLock};
 use rocksdb::{Snapshot, WriteBatch};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// The HNSW index of one namespace and the episode behind each node.
+/// The HNSW graph of one namespace and the episode behind each node.
 pub struct NsVectors {
     pub hnsw: Hnsw,
+    /// Live nodes by episode.
     node_of: HashMap<Uuid, u32>,
     id_of: Vec<Uuid>,
     expires: Vec<Option<i64>>,
@@ -25,6 +36,17 @@ pub struct NsVectors {
     /// counts): whether any vector is live at a given time, without a scan.
     live_forever: usize,
     live_until: BTreeMap<i64, usize>,
+    /// Set when a write failed after changing this graph: it is out of the cache, and
+    /// whoever still holds it reloads.
+    retired: bool,
+}
+
+/// A read lock on a namespace's loaded graph.
+pub type VectorsRead = ArcRwLockReadGuard<RawRwLock, NsVectors>;
+
+/// The cache key of a namespace's graph.
+fn cache_key(prefix: &[u8]) -> Key {
+    (index_tag::VECTOR_FIRST, prefix.to_vec())
 }
 
 impl NsVectors {
@@ -36,13 +58,19 @@ impl NsVectors {
             expires: Vec::new(),
             live_forever: 0,
             live_until: BTreeMap::new(),
+            retired: false,
         }
     }
 
-    fn remove(&mut self, id: &Uuid) {
-        let Some(n) = self.node_of.remove(id) else { return };
-        self.hnsw.delete(n);
-        match self.expires[n as usize] {
+    fn count_live(&mut self, expires: Option<i64>) {
+        match expires {
+            None => self.live_forever += 1,
+            Some(t) => *self.live_until.entry(t).or_default() += 1,
+        }
+    }
+
+    fn uncount_live(&mut self, expires: Option<i64>) {
+        match expires {
             None => self.live_forever -= 1,
             Some(t) => {
                 let c = self.live_until.get_mut(&t).expect("a live node's expiry is counted");
@@ -54,16 +82,28 @@ impl NsVectors {
         }
     }
 
-    fn add(&mut self, id: Uuid, v: &[f32], expires: Option<i64>) {
-        self.remove(&id);
-        let n = self.hnsw.insert(&hnsw::normalize(v));
+    fn remove(&mut self, id: &Uuid, touched: &mut Vec<u32>) {
+        let Some(n) = self.node_of.remove(id) else { return };
+        self.hnsw.delete(n);
+        self.uncount_live(self.expires[n as usize]);
+        touched.push(n);
+    }
+
+    /// Add the unit vector `v` as a new node (after removing the episode's old one).
+    fn add(&mut self, id: Uuid, v: &[f32], expires: Option<i64>, touched: &mut Vec<u32>) -> u32 {
+        self.remove(&id, touched);
+        let n = self.hnsw.insert(v, touched);
         self.node_of.insert(id, n);
         self.id_of.push(id);
         self.expires.push(expires);
-        match expires {
-            None => self.live_forever += 1,
-            Some(t) => *self.live_until.entry(t).or_default() += 1,
-        }
+        self.count_live(expires);
+        n
+    }
+
+    fn set_expiry(&mut self, n: u32, expires: Option<i64>) {
+        self.uncount_live(self.expires[n as usize]);
+        self.expires[n as usize] = expires;
+        self.count_live(expires);
     }
 
     /// Is any vector of the namespace visible at `now_ms` (not deleted, not expired)?
@@ -71,29 +111,140 @@ impl NsVectors {
         self.live_forever > 0 || self.live_until.range(now_ms.saturating_add(1)..).next().is_some()
     }
 
-    /// Up to `k` visible episodes nearest to `query` (any length-`dim` vector), with their
-    /// cosine similarity, best first.
+    /// How many vectors are visible at `now_ms`.
+    fn live_at(&self, now_ms: i64) -> usize {
+        self.live_forever + self.live_until.range(now_ms.saturating_add(1)..).map(|(_, c)| c).sum::<usize>()
+    }
+
+    /// Up to `k` visible episodes nearest to `query` (any length-`dim` vector) that `keep`
+    /// accepts, with their cosine similarity, best first.
     pub fn nearest(&self, query: &[f32], k: usize, now_ms: i64, keep: impl Fn(&Uuid) -> bool) -> Vec<(Uuid, f32)> {
         let q = hnsw::normalize(query);
         let ef = k.saturating_mul(2).max(128);
-        self.hnsw
-            .search(&q, k, ef, |n| self.expires[n as usize].is_none_or(|e| now_ms < e) && keep(&self.id_of[n as usize]))
-            .into_iter()
-            .map(|(n, s)| (self.id_of[n as usize], s))
-            .collect()
+        let visible = |n: u32| self.expires[n as usize].is_none_or(|e| now_ms < e);
+        let keep = |n: u32| keep(&self.id_of[n as usize]);
+        // When expiry hides most nodes, the beam would be eaten by them: scan instead.
+        let found = if self.live_at(now_ms).saturating_mul(8) < self.hnsw.live() {
+            self.hnsw.exact(&q, k, visible, keep)
+        } else {
+            self.hnsw.search(&q, k, ef, visible, keep)
+        };
+        found.into_iter().map(|(n, s)| (self.id_of[n as usize], s)).collect()
     }
 
     fn wants_rebuild(&self) -> bool {
         let dead = self.hnsw.len() - self.hnsw.live();
         dead > 1024 && dead > self.hnsw.live()
     }
+
+    /// The same live vectors in a fresh graph, inserted in node order.
+    fn rebuilt(&self) -> NsVectors {
+        let mut g = NsVectors::new(self.hnsw.dim());
+        let mut touched = Vec::new();
+        for n in 0..self.hnsw.len() as u32 {
+            if !self.hnsw.is_deleted(n) {
+                g.add(self.id_of[n as usize], self.hnsw.vector(n), self.expires[n as usize], &mut touched);
+                touched.clear();
+            }
+        }
+        g
+    }
+
+    /// Approximate heap bytes, for the cache budget.
+    fn bytes(&self) -> usize {
+        self.hnsw.heap_bytes() + 32 * self.id_of.capacity() + 40 * self.node_of.capacity() + 48 * self.live_until.len()
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            dim: self.hnsw.dim() as u32,
+            nodes: self.hnsw.len() as u32,
+            entry: self.hnsw.entry(),
+            top: self.hnsw.top() as u8,
+            rng: self.hnsw.rng_state(),
+        }
+    }
+
+    fn links_value(&self, n: u32) -> Vec<u8> {
+        layout::encode_links(
+            &self.id_of[n as usize],
+            self.hnsw.is_deleted(n),
+            self.expires[n as usize],
+            self.hnsw.links(n),
+        )
+    }
+
+    /// Load a namespace's graph from its keys; None when it has none.
+    fn load(store: &Store, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Option<NsVectors>> {
+        let Some(h) = store.get_cf(snap, CF_INDEX, &layout::header_key(prefix))? else { return Ok(None) };
+        let h = Header::decode(&h)?;
+        let (dim, count) = (h.dim as usize, h.nodes as usize);
+        if h.entry.is_some_and(|e| e >= h.nodes) || (h.entry.is_none() && count > 0) {
+            return Err(Error::corruption("vector index header names no valid entry node"));
+        }
+        let mut data = Vec::with_capacity(count * dim);
+        let mut seen = 0u32;
+        each_node(store, snap, prefix, layout::VECTOR, |n, v| {
+            if n != seen {
+                return Err(Error::corruption(format!("vector index lacks the vector of node {seen}")));
+            }
+            seen += 1;
+            layout::decode_vector_into(v, dim, &mut data)
+        })?;
+        if seen != h.nodes {
+            return Err(Error::corruption("vector index has fewer vectors than its header counts"));
+        }
+        let mut g = NsVectors::new(dim);
+        let mut links = Vec::with_capacity(count);
+        let mut deleted = Vec::with_capacity(count);
+        each_node(store, snap, prefix, layout::LINKS, |n, v| {
+            if n as usize != links.len() {
+                return Err(Error::corruption(format!("vector index lacks the links of node {}", links.len())));
+            }
+            let node = layout::decode_links(v, h.nodes)?;
+            if !node.deleted {
+                g.node_of.insert(node.id, n);
+                g.count_live(node.expires);
+            }
+            g.id_of.push(node.id);
+            g.expires.push(node.expires);
+            links.push(node.links);
+            deleted.push(node.deleted);
+            Ok(())
+        })?;
+        if links.len() != count {
+            return Err(Error::corruption("vector index has fewer link records than its header counts"));
+        }
+        g.hnsw = Hnsw::from_parts(dim, data, links, deleted, h.entry, usize::from(h.top), h.rng);
+        Ok(Some(g))
+    }
 }
 
-/// Loaded namespace indexes, by namespace prefix.
-#[derive(Default)]
-pub struct VectorCache {
-    map: RwLock<HashMap<Vec<u8>, Arc<RwLock<NsVectors>>>>,
+/// Call `f(node, value)` for each key `prefix tag u32be(node)`, in node order.
+fn each_node(
+    store: &Store,
+    snap: &Snapshot<'_>,
+    prefix: &[u8],
+    tag: u8,
+    mut f: impl FnMut(u32, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let start = index_key(prefix, tag, &[]);
+    let mut it = store.prefix_iter(snap, CF_INDEX, &start, &start);
+    while it.valid() {
+        let key = it.key().expect("valid iterator has a key");
+        let n = <[u8; 4]>::try_from(&key[start.len()..])
+            .map(u32::from_be_bytes)
+            .map_err(|_| Error::corruption("vector index key has a malformed node number"))?;
+        f(n, it.value().expect("valid iterator has a value"))?;
+        it.next();
+    }
+    Ok(it.status()?)
 }
+
+/// The record of each namespace's vector dimension (the graphs themselves are in
+/// `Mnem::cache`). Holds nothing: a name for the dimension helpers.
+#[derive(Default)]
+pub struct VectorCache {}
 
 fn dim_key(ns: &Namespace) -> Vec<u8> {
     let mut k = b"dim:".to_vec();
@@ -117,78 +268,343 @@ impl VectorCache {
             batch.put_cf(store.cf(CF_META), dim_key(ns), d.to_le_bytes());
         }
     }
+}
 
-    /// Bring a loaded index in step with episodes just committed.
-    pub(crate) fn apply<'e>(&self, prefix: &[u8], staged: impl Iterator<Item = &'e Episode>) {
-        let Some(ix) = self.map.read().get(prefix).cloned() else { return };
-        let mut ix = ix.write();
-        for e in staged {
-            match (&e.embedding, e.deleted) {
-                (Some(v), false) if v.len() == ix.hnsw.dim() => ix.add(e.id, v, e.expires_at_ms),
-                _ => ix.remove(&e.id),
-            }
+/// The graph changes of one write batch: the graph stays write-locked until the batch is
+/// committed (`publish`); dropped unpublished (the batch failed), it retires the graph.
+pub(crate) struct VectorStage<'m> {
+    cache: &'m Cache,
+    key: Key,
+    graph: Option<ArcRwLockWriteGuard<RawRwLock, NsVectors>>,
+}
+
+impl VectorStage<'_> {
+    pub(crate) fn publish(mut self) {
+        if let Some(g) = self.graph.take() {
+            let bytes = g.bytes();
+            let arc = ArcRwLockWriteGuard::rwlock(&g).clone();
+            drop(g);
+            self.cache.insert(self.key.clone(), arc, bytes);
         }
     }
 }
 
-/// The vector index changes of one write batch, published once the batch is committed.
-pub(crate) struct VectorStage<'m> {
-    cache: &'m VectorCache,
-    prefix: Vec<u8>,
-    staged: Vec<Episode>,
+impl Drop for VectorStage<'_> {
+    fn drop(&mut self) {
+        if let Some(mut g) = self.graph.take() {
+            g.retired = true;
+            drop(g);
+            self.cache.remove(&self.key);
+        }
+    }
 }
 
-impl VectorStage<'_> {
-    pub(crate) fn publish(self) {
-        self.cache.apply(&self.prefix, self.staged.iter());
+/// The unit vector an episode should have in the graph of dimension `dim`, if any.
+fn wanted(e: &Episode, dim: Option<usize>) -> Option<Vec<f32>> {
+    match (&e.embedding, e.deleted) {
+        (Some(v), false) if dim.is_none_or(|d| d == v.len()) => Some(hnsw::normalize(v)),
+        _ => None,
     }
 }
 
 impl Mnem {
-    /// Stage the HNSW changes of `staged` into `batch` (see `crate::mnem`).
+    /// Stage the HNSW changes of `staged` into `batch` (see `crate::mnem`): each new node's
+    /// vector, the links of every node whose links changed, the episode-to-node keys and the
+    /// header. Call with `write_lock` held.
     pub(crate) fn stage_vectors(
         &self,
         ctx: &IndexWrite<'_>,
         staged: &[&Episode],
-        _batch: &mut WriteBatch,
+        batch: &mut WriteBatch,
     ) -> Result<VectorStage<'_>> {
-        Ok(VectorStage {
-            cache: &self.vectors,
-            prefix: ctx.prefix.to_vec(),
-            staged: staged.iter().map(|e| (*e).clone()).collect(),
-        })
+        let key = cache_key(ctx.prefix);
+        let mut stage = VectorStage { cache: &self.cache, key, graph: None };
+        let graph = match self.cache.get::<RwLock<NsVectors>>(&stage.key) {
+            Some(g) => {
+                let r = g.read();
+                let dim = Some(r.hnsw.dim());
+                if !staged.iter().any(|e| r.node_of.contains_key(&e.id) || wanted(e, dim).is_some()) {
+                    return Ok(stage);
+                }
+                drop(r);
+                g
+            }
+            None => {
+                let header = ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::header_key(ctx.prefix))?;
+                let dim = header.as_deref().map(Header::decode).transpose()?.map(|h| h.dim as usize);
+                let mut needed = staged.iter().any(|e| wanted(e, dim).is_some());
+                if !needed && header.is_some() {
+                    for e in staged {
+                        if ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::node_of_key(ctx.prefix, &e.id))?.is_some() {
+                            needed = true;
+                            break;
+                        }
+                    }
+                }
+                if !needed {
+                    return Ok(stage);
+                }
+                let g = match NsVectors::load(ctx.store, ctx.snap, ctx.prefix)? {
+                    Some(g) => g,
+                    None => {
+                        let first = staged.iter().find_map(|e| wanted(e, None)).expect("needed");
+                        NsVectors::new(first.len())
+                    }
+                };
+                Arc::new(RwLock::new(g))
+            }
+        };
+        let mut g = graph.write_arc();
+        stage_changes(&mut g, ctx.store, ctx.prefix, staged, batch);
+        stage.graph = Some(g);
+        Ok(stage)
     }
 
-    /// The namespace's vector index, or None when it has no vectors. Built on first use
-    /// under the write lock, so no write lands between its snapshot and its publication.
-    pub(crate) fn vector_index(&self, ns: &Namespace) -> Result<Option<Arc<RwLock<NsVectors>>>> {
-        let prefix = ns.prefix();
-        // As for the ADK index: never lock an index while holding the map.
-        let loaded = self.vectors.map.read().get(&prefix).cloned();
-        if let Some(ix) = loaded.filter(|ix| !ix.read().wants_rebuild()) {
-            return Ok(Some(ix));
+    /// The namespace's graph, read-locked, or None when it has no vectors. Loaded on first
+    /// use under the write lock, so no write lands between its snapshot and its caching.
+    pub(crate) fn vector_read(&self, ns: &Namespace) -> Result<Option<VectorsRead>> {
+        let key = cache_key(&ns.prefix());
+        loop {
+            let graph = match self.cache.get::<RwLock<NsVectors>>(&key) {
+                Some(g) => g,
+                None => {
+                    let _w = self.write_lock.lock();
+                    match self.cache.get::<RwLock<NsVectors>>(&key) {
+                        Some(g) => g,
+                        None => {
+                            let snap = self.store.snapshot();
+                            let Some(g) = NsVectors::load(&self.store, &snap, &key.1)? else { return Ok(None) };
+                            let bytes = g.bytes();
+                            let g = Arc::new(RwLock::new(g));
+                            self.cache.insert(key.clone(), g.clone(), bytes);
+                            g
+                        }
+                    }
+                }
+            };
+            let r = graph.read_arc();
+            if !r.retired {
+                return Ok(Some(r));
+            }
         }
-        let _w = self.write_lock.lock();
-        let loaded = self.vectors.map.read().get(&prefix).cloned();
-        if let Some(ix) = loaded.filter(|ix| !ix.read().wants_rebuild()) {
-            return Ok(Some(ix));
-        }
-        let snap = self.store.snapshot();
-        let Some(dim) = self.vectors.dimension(&self.store, &snap, ns)? else { return Ok(None) };
-        let mut ix = NsVectors::new(dim as usize);
-        let mut scan = self.store.scan_episodes(&snap, ns, None);
-        while let Some(view) = scan.next_view()? {
-            if view.deleted() {
+    }
+}
+
+/// Apply `staged` to the write-locked graph and put the keys that changed into `batch`.
+fn stage_changes(g: &mut NsVectors, store: &Store, prefix: &[u8], staged: &[&Episode], batch: &mut WriteBatch) {
+    let cf = store.cf(CF_INDEX);
+    let rewrite = g.wants_rebuild();
+    if rewrite {
+        *g = g.rebuilt();
+    }
+    let first_new = if rewrite { 0 } else { g.hnsw.len() as u32 };
+    let dim = g.hnsw.dim();
+    let mut touched = Vec::new();
+    // Episode-to-node keys in order: an episode may leave and re-enter within the batch.
+    let mut mapping: Vec<(Uuid, Option<u32>)> = Vec::new();
+    for e in staged {
+        let want = wanted(e, Some(dim));
+        let old = g.node_of.get(&e.id).copied();
+        if let (Some(n), Some(v)) = (old, &want) {
+            if g.hnsw.vector(n).iter().map(|x| x.to_bits()).eq(v.iter().map(|x| x.to_bits())) {
+                // Same vector, a new revision: only the expiry may change.
+                if g.expires[n as usize] != e.expires_at_ms {
+                    g.set_expiry(n, e.expires_at_ms);
+                    touched.push(n);
+                }
                 continue;
             }
-            if let Some(v) = view.embedding() {
-                if v.len() == dim as usize {
-                    ix.add(view.id, &v, view.expires_at_ms());
-                }
-            }
         }
-        let ix = Arc::new(RwLock::new(ix));
-        self.vectors.map.write().insert(prefix, ix.clone());
-        Ok(Some(ix))
+        if old.is_some() {
+            g.remove(&e.id, &mut touched);
+            mapping.push((e.id, None));
+        }
+        if let Some(v) = want {
+            let n = g.add(e.id, &v, e.expires_at_ms, &mut touched);
+            mapping.push((e.id, Some(n)));
+        }
+    }
+    if rewrite {
+        batch.delete_range_cf(cf, index_key(prefix, layout::HEADER, &[]), index_key(prefix, layout::END, &[]));
+        touched = (0..g.hnsw.len() as u32).collect();
+        mapping = g.node_of.iter().map(|(id, n)| (*id, Some(*n))).collect();
+        mapping.sort_unstable();
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    for &n in &touched {
+        if n >= first_new {
+            batch.put_cf(cf, layout::vector_key(prefix, n), layout::encode_vector(g.hnsw.vector(n)));
+        }
+        batch.put_cf(cf, layout::links_key(prefix, n), g.links_value(n));
+    }
+    for (id, n) in mapping {
+        match n {
+            Some(n) => batch.put_cf(cf, layout::node_of_key(prefix, &id), n.to_be_bytes()),
+            None => batch.delete_cf(cf, layout::node_of_key(prefix, &id)),
+        }
+    }
+    batch.put_cf(cf, layout::header_key(prefix), g.header().encode());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unit vectors around a few random centres (a small embedding-like mixture).
+    fn clustered(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut s = seed;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f32 / (1u64 << 53) as f32 - 0.5
+        };
+        let centres: Vec<Vec<f32>> = (0..20).map(|_| (0..dim).map(|_| next()).collect()).collect();
+        (0..n).map(|i| hnsw::normalize(&centres[i % 20].iter().map(|c| c + 0.3 * next()).collect::<Vec<_>>())).collect()
+    }
+
+    #[test]
+    fn filters_that_reject_most_nodes_still_find_the_exact_nearest() {
+        let dim = 16;
+        let data = clustered(2000, dim, 7);
+        let mut g = NsVectors::new(dim);
+        let mut t = Vec::new();
+        for (i, v) in data.iter().enumerate() {
+            g.add(Uuid::from_u128(i as u128), v, None, &mut t);
+        }
+        // One node in 100 passes the filter.
+        let keep = |id: &Uuid| id.as_u128() % 100 == 3;
+        let q = &data[500];
+        let got = g.nearest(q, 5, 0, keep);
+        let mut exact: Vec<(f32, u128)> = (0..2000u128)
+            .filter(|i| i % 100 == 3)
+            .map(|i| (data[i as usize].iter().zip(q).map(|(a, b)| a * b).sum::<f32>(), i))
+            .collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let want: Vec<u128> = exact[..5].iter().map(|e| e.1).collect();
+        assert_eq!(got.iter().map(|(id, _)| id.as_u128()).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn expired_nodes_are_skipped_and_counted() {
+        let dim = 8;
+        let data = clustered(300, dim, 3);
+        let mut g = NsVectors::new(dim);
+        let mut t = Vec::new();
+        for (i, v) in data.iter().enumerate() {
+            g.add(Uuid::from_u128(i as u128), v, (i >= 10).then_some(100), &mut t);
+        }
+        assert_eq!((g.live_at(99), g.live_at(100)), (300, 10));
+        let got = g.nearest(&data[200], 20, 100, |_| true);
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|(id, _)| id.as_u128() < 10));
+        assert!(g.has_live(100));
+    }
+
+    fn mem() -> Mnem {
+        Mnem::open(":memory:", crate::store::OpenOptions { create: true, ..Default::default() }).unwrap()
+    }
+
+    fn put(m: &Mnem, ns: &Namespace, vs: &[Vec<f32>], first: usize) -> Vec<Uuid> {
+        let batch = vs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| crate::episodes::EpisodeInput {
+                id: Some(Uuid::from_u128((first + i) as u128 + 1)),
+                embedding: Some(v.clone()),
+                ..Default::default()
+            })
+            .collect();
+        m.put_episodes(ns, batch).unwrap()
+    }
+
+    /// Every key and value of the namespace's graph.
+    fn graph_keys(m: &Mnem, ns: &Namespace) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let snap = m.store.snapshot();
+        let start = index_key(&ns.prefix(), layout::HEADER, &[]);
+        let end = index_key(&ns.prefix(), layout::END, &[]);
+        let mut it = m.store.prefix_iter(&snap, CF_INDEX, &ns.prefix(), &start);
+        let mut out = Vec::new();
+        while it.valid() && it.key().unwrap() < end.as_slice() {
+            out.push((it.key().unwrap().to_vec(), it.value().unwrap().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    fn graph(m: &Mnem, ns: &Namespace) -> VectorsRead {
+        m.vector_read(ns).unwrap().unwrap()
+    }
+
+    #[test]
+    fn the_same_inserts_write_byte_identical_graph_keys() {
+        let data = clustered(600, 16, 11);
+        let ns = Namespace::new("a", "u");
+        let keys: Vec<_> = (0..2)
+            .map(|_| {
+                let m = mem();
+                put(&m, &ns, &data[..250], 0);
+                put(&m, &ns, &data[250..], 250);
+                m.delete_episodes(&ns, &[Uuid::from_u128(5)]).unwrap();
+                graph_keys(&m, &ns)
+            })
+            .collect();
+        assert_eq!(keys[0], keys[1]);
+        // A header, a vector and links per node, and a node key per live episode.
+        assert_eq!(keys[0].len(), 1 + 600 + 600 + 599);
+        // Graph state survives the cache: loading the keys gives the graph that wrote them.
+        let m = mem();
+        put(&m, &ns, &data, 0);
+        let q = &data[17];
+        let warm = graph(&m, &ns).nearest(q, 10, 0, |_| true);
+        m.cache.remove(&cache_key(&ns.prefix()));
+        assert_eq!(graph(&m, &ns).nearest(q, 10, 0, |_| true), warm);
+    }
+
+    #[test]
+    fn a_failed_batch_leaves_no_change_in_the_loaded_graph() {
+        let m = mem();
+        let ns = Namespace::new("a", "u");
+        let data = clustered(100, 8, 5);
+        put(&m, &ns, &data, 0);
+        let held = m.vector_read(&ns).unwrap().unwrap();
+        drop(held);
+        let arc = m.cache.get::<RwLock<NsVectors>>(&cache_key(&ns.prefix())).unwrap();
+        let mut e = m.get_episode(&ns, &Uuid::from_u128(1)).unwrap().unwrap();
+        e.id = Uuid::from_u128(999);
+        let _w = m.write_lock.lock();
+        let snap = m.store.snapshot();
+        let ctx = IndexWrite { store: &m.store, snap: &snap, prefix: &ns.prefix(), now: 0 };
+        let mut batch = WriteBatch::default();
+        let stage = m.stage_vectors(&ctx, &[&e], &mut batch).unwrap();
+        assert!(!batch.is_empty());
+        drop(stage); // the batch was never written
+        drop(_w);
+        assert!(arc.read().retired, "holders of the changed graph reload it");
+        let g = graph(&m, &ns);
+        assert_eq!(g.hnsw.len(), 100);
+        assert!(!g.node_of.contains_key(&e.id));
+    }
+
+    #[test]
+    fn dead_nodes_are_dropped_by_a_rebuild_of_the_keys() {
+        let m = mem();
+        let ns = Namespace::new("a", "u");
+        let data = clustered(2000, 8, 9);
+        put(&m, &ns, &data, 0);
+        let gone: Vec<Uuid> = (0..1500u128).map(|i| Uuid::from_u128(i + 1)).collect();
+        m.delete_episodes(&ns, &gone).unwrap();
+        assert_eq!((graph(&m, &ns).hnsw.len(), graph(&m, &ns).hnsw.live()), (2000, 500));
+        put(&m, &ns, &data[..1], 5000);
+        let g = graph(&m, &ns);
+        assert_eq!((g.hnsw.len(), g.hnsw.live()), (501, 501));
+        drop(g);
+        assert_eq!(graph_keys(&m, &ns).len(), 1 + 3 * 501);
+        let q = &data[1700];
+        let warm = graph(&m, &ns).nearest(q, 5, 0, |_| true);
+        assert_eq!(warm[0].0, Uuid::from_u128(1701));
+        m.cache.remove(&cache_key(&ns.prefix()));
+        assert_eq!(graph(&m, &ns).nearest(q, 5, 0, |_| true), warm);
     }
 }
