@@ -48,11 +48,10 @@ pub(crate) struct IndexWrite<'a> {
 /// The store's statistics (`mnem_stats`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
-    /// Loaded vector graphs.
+    /// Loaded vector graphs (`entries`: graphs held).
     pub cache: CacheStats,
     /// RocksDB's block cache (index postings and records read from disk).
-    pub block_cache_used_bytes: usize,
-    pub block_cache_budget_bytes: usize,
+    pub block_cache: CacheStats,
     /// The format the store had when opened; lower than `FORMAT_VERSION` when this open
     /// upgraded it.
     pub opened_format: u32,
@@ -88,12 +87,34 @@ impl Mnem {
         self.store.flush()
     }
 
+    /// The statistics as the JSON object `mnem_stats` writes.
+    pub fn stats_json(&self) -> Vec<u8> {
+        let s = self.stats();
+        let cache = |c: &CacheStats| {
+            let total = c.hits + c.misses;
+            let rate = if total == 0 { 0.0 } else { c.hits as f64 / total as f64 };
+            format!(
+                "{{\"budget_bytes\":{},\"used_bytes\":{},\"entries\":{},\"hits\":{},\"misses\":{},\"hit_rate\":{rate},\"evictions\":{}}}",
+                c.budget_bytes, c.used_bytes, c.entries, c.hits, c.misses, c.evictions
+            )
+        };
+        format!(
+            "{{\"format\":{},\"opened_format\":{},\"indexes_built\":{},\"cache_bytes\":{},\"graph_cache\":{},\"block_cache\":{}}}",
+            crate::store::FORMAT_VERSION,
+            s.opened_format,
+            s.indexes_built,
+            s.cache.budget_bytes + s.block_cache.budget_bytes,
+            cache(&s.cache),
+            cache(&s.block_cache)
+        )
+        .into_bytes()
+    }
+
     pub fn stats(&self) -> Stats {
-        let (used, budget) = self.store.block_cache_usage();
+        let (used, budget, hits, misses) = self.store.block_cache_usage();
         Stats {
             cache: self.cache.stats(),
-            block_cache_used_bytes: used,
-            block_cache_budget_bytes: budget,
+            block_cache: CacheStats { budget_bytes: budget, used_bytes: used, entries: 0, hits, misses, evictions: 0 },
             opened_format: self.store.opened_format(),
             indexes_built: self.indexes_built.load(Ordering::Relaxed),
         }

@@ -68,6 +68,8 @@ pub struct Store {
     db: DB,
     block_cache: Cache,
     block_cache_capacity: usize,
+    /// The options the database was opened with: they hold its statistics.
+    db_opts: Options,
     /// The format found at open (before any upgrade).
     opened_format: u32,
     read_only: bool,
@@ -107,6 +109,9 @@ impl Store {
         table.set_cache_index_and_filter_blocks(true);
         table.set_pin_l0_filter_and_index_blocks_in_cache(true);
         db_opts.set_block_based_table_factory(&table);
+        // Counters only (no timers or histograms): the block cache's hits and misses.
+        db_opts.enable_statistics();
+        db_opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
         let (dir, lock, env) = if path == MEMORY_PATH {
             if opts.read_only {
                 return Err(Error::invalid(
@@ -149,6 +154,7 @@ impl Store {
             db,
             block_cache,
             block_cache_capacity: opts.block_cache_bytes(),
+            db_opts,
             opened_format: FORMAT_VERSION,
             read_only: opts.read_only,
             sync_writes: opts.sync_writes,
@@ -165,9 +171,15 @@ impl Store {
         self.opened_format
     }
 
-    /// Bytes held by RocksDB's block cache, and its capacity.
-    pub fn block_cache_usage(&self) -> (usize, usize) {
-        (self.block_cache.get_usage(), self.block_cache_capacity)
+    /// RocksDB's block cache: bytes held, capacity, hits, misses.
+    pub fn block_cache_usage(&self) -> (usize, usize, u64, u64) {
+        use rocksdb::statistics::Ticker;
+        (
+            self.block_cache.get_usage(),
+            self.block_cache_capacity,
+            self.db_opts.get_ticker_count(Ticker::BlockCacheHit),
+            self.db_opts.get_ticker_count(Ticker::BlockCacheMiss),
+        )
     }
 
     /// Record that the store now has this build's format (its indexes are complete).

@@ -286,7 +286,8 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
 /// write (the two cannot be combined). `options_json`: empty for defaults, or an object:
 /// `{"sync_writes": bool}` (default false) fsyncs every write batch before the write returns;
 /// without it, writes survive a process crash but the last ones may be lost on power loss
-/// until `mnem_flush`.
+/// until `mnem_flush`. `{"cache_bytes": N}` (default 67108864 = 64 MiB, at least 1048576)
+/// bounds what mnem caches in memory: index blocks and loaded vector graphs (`mnem_stats`).
 ///
 /// On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
 /// Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, `:memory:`
@@ -314,6 +315,27 @@ pub extern "C" fn mnem_open(
         set_handle(out_store, handle);
         Ok(())
     })
+}
+
+/// The store's statistics as a JSON object:
+/// `{"format": N, "opened_format": N, "indexes_built": N, "cache_bytes": N,
+/// "graph_cache": C, "block_cache": C}` where each C is `{"budget_bytes", "used_bytes",
+/// "entries", "hits", "misses", "hit_rate", "evictions"}`. `format` is the on-disk format
+/// this build writes; `opened_format` the one the store had at open (lower when this open
+/// upgraded it, building the indexes of `indexes_built` namespaces from their records).
+/// `cache_bytes` is the open option: a quarter of it is RocksDB's block cache (index postings
+/// and records), the rest holds loaded vector graphs (`graph_cache`), least recently used
+/// first out, across namespaces. Counters count since open.
+/// Returns OK; BUFFER_TOO_SMALL (`*out_len` = bytes needed); INVALID_ARGUMENT; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_stats(
+    store: *const mnem_store,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> Status {
+    read_call(store, out, out_cap, out_len, err, |m| Ok(m.stats_json()))
 }
 
 /// Make every write acknowledged so far durable (fsync of the write-ahead log).
