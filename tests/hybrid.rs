@@ -256,7 +256,7 @@ fn lexical_weight_becomes_one_when_no_vector_is_live() {
     let got = q(&expired);
     assert_eq!(got.len(), 1);
     assert_eq!((got[0].score, got[0].semantic_score), (1.0 / 61.0, 0.0));
-    // The same holds after reopen, where the vector index is built from the store.
+    // The same holds after reopen, where the graph is loaded from its persisted keys.
     let dir = std::env::temp_dir().join(format!("mnem-hybrid-live-{}", Uuid::new_v4()));
     let path = dir.to_str().unwrap();
     {

@@ -331,23 +331,16 @@ impl Mnem {
             }
             None => {
                 let header = ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::header_key(ctx.prefix))?;
-                let dim = header.as_deref().map(Header::decode).transpose()?.map(|h| h.dim as usize);
-                let mut needed = staged.iter().any(|e| wanted(e, dim).is_some());
-                if !needed && header.is_some() {
-                    for e in staged {
-                        if ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::node_of_key(ctx.prefix, &e.id))?.is_some() {
-                            needed = true;
-                            break;
-                        }
-                    }
-                }
-                if !needed {
-                    return Ok(stage);
+                let header = header.as_deref().map(Header::decode).transpose()?;
+                match header {
+                    None if staged.iter().all(|e| wanted(e, None).is_none()) => return Ok(stage),
+                    Some(h) if stage_without_graph(ctx, staged, &h, batch)? => return Ok(stage),
+                    _ => {}
                 }
                 let g = match NsVectors::load(ctx.store, ctx.snap, ctx.prefix)? {
                     Some(g) => g,
                     None => {
-                        let first = staged.iter().find_map(|e| wanted(e, None)).expect("needed");
+                        let first = staged.iter().find_map(|e| wanted(e, None)).expect("a vector is added");
                         NsVectors::new(first.len())
                     }
                 };
@@ -388,6 +381,57 @@ impl Mnem {
             }
         }
     }
+}
+
+/// Stage `staged` from the graph's keys alone when it adds no vector (removals, expiry
+/// changes, episodes without vectors), so such writes need not load an unloaded graph.
+/// Returns false, staging nothing, when a vector is added.
+fn stage_without_graph(ctx: &IndexWrite<'_>, staged: &[&Episode], h: &Header, batch: &mut WriteBatch) -> Result<bool> {
+    let dim = Some(h.dim as usize);
+    let mut changed: Vec<(Uuid, u32, layout::Node)> = Vec::new();
+    for e in staged {
+        let want = wanted(e, dim);
+        let Some(n) = ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::node_of_key(ctx.prefix, &e.id))? else {
+            if want.is_some() {
+                return Ok(false);
+            }
+            continue;
+        };
+        let n = <[u8; 4]>::try_from(n.as_slice())
+            .map(u32::from_be_bytes)
+            .map_err(|_| Error::corruption("vector index node key is malformed"))?;
+        let read = |key: Vec<u8>| -> Result<Vec<u8>> {
+            ctx.store.get_cf(ctx.snap, CF_INDEX, &key)?.ok_or_else(|| Error::corruption("vector index lacks a node"))
+        };
+        let mut node = layout::decode_links(&read(layout::links_key(ctx.prefix, n))?, h.nodes)?;
+        match want {
+            Some(v) => {
+                let mut stored = Vec::with_capacity(v.len());
+                layout::decode_vector_into(&read(layout::vector_key(ctx.prefix, n))?, v.len(), &mut stored)?;
+                if !stored.iter().map(|x| x.to_bits()).eq(v.iter().map(|x| x.to_bits())) {
+                    return Ok(false);
+                }
+                if node.expires == e.expires_at_ms {
+                    continue;
+                }
+                node.expires = e.expires_at_ms;
+            }
+            None => node.deleted = true,
+        }
+        changed.push((e.id, n, node));
+    }
+    let cf = ctx.store.cf(CF_INDEX);
+    for (id, n, node) in changed {
+        if node.deleted {
+            batch.delete_cf(cf, layout::node_of_key(ctx.prefix, &id));
+        }
+        batch.put_cf(
+            cf,
+            layout::links_key(ctx.prefix, n),
+            layout::encode_links(&id, node.deleted, node.expires, &node.links),
+        );
+    }
+    Ok(true)
 }
 
 /// Apply `staged` to the write-locked graph and put the keys that changed into `batch`.
@@ -550,7 +594,7 @@ mod tests {
                 graph_keys(&m, &ns)
             })
             .collect();
-        assert_eq!(keys[0], keys[1]);
+        assert!(keys[0] == keys[1], "the same inserts wrote different graph keys");
         // A header, a vector and links per node, and a node key per live episode.
         assert_eq!(keys[0].len(), 1 + 600 + 600 + 599);
         // Graph state survives the cache: loading the keys gives the graph that wrote them.
@@ -606,5 +650,37 @@ mod tests {
         assert_eq!(warm[0].0, Uuid::from_u128(1701));
         m.cache.remove(&cache_key(&ns.prefix()));
         assert_eq!(graph(&m, &ns).nearest(q, 5, 0, |_| true), warm);
+    }
+
+    #[test]
+    fn removals_and_expiry_changes_need_no_loaded_graph_and_write_the_same_keys() {
+        let ns = Namespace::new("a", "u");
+        let data = clustered(300, 8, 21);
+        let later = |m: &Mnem, evict: bool| {
+            if evict {
+                m.cache.remove(&cache_key(&ns.prefix()));
+            }
+            m.delete_episodes(&ns, &[Uuid::from_u128(4), Uuid::from_u128(40)]).unwrap();
+            let e = crate::episodes::EpisodeInput {
+                id: Some(Uuid::from_u128(7)),
+                embedding: Some(data[6].clone()),
+                expiry: crate::episodes::Expiry::At(5),
+                ..Default::default()
+            };
+            m.put_episodes(&ns, vec![e]).unwrap();
+            m.put_episodes(&ns, vec![Default::default()]).unwrap();
+        };
+        let (loaded, unloaded) = (mem(), mem());
+        for (m, evict) in [(&loaded, false), (&unloaded, true)] {
+            put(m, &ns, &data, 0);
+            later(m, evict);
+        }
+        assert_eq!(unloaded.cache.stats().entries, 0, "the writes did not load the graph");
+        assert!(graph_keys(&unloaded, &ns) == graph_keys(&loaded, &ns), "the two paths wrote different keys");
+        let g = graph(&unloaded, &ns);
+        assert_eq!((g.hnsw.live(), g.live_at(4), g.live_at(5)), (298, 298, 297));
+        let near = |q: usize| g.nearest(&data[q], 1, 5, |_| true)[0].0;
+        assert_ne!(near(3), Uuid::from_u128(4));
+        assert_ne!(near(6), Uuid::from_u128(7));
     }
 }
