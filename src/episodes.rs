@@ -388,7 +388,7 @@ impl crate::mnem::Mnem {
         }
         let mut batch = WriteBatch::default();
         self.vectors.stage_dimension(&self.store, &mut batch, ns, dim);
-        self.with_adk_invalidated(ns, || self.commit(&pending, batch, &Placement::default()))?;
+        self.commit(&pending, batch, &Placement::default())?;
         Ok(ids)
     }
 
@@ -406,7 +406,7 @@ impl crate::mnem::Mnem {
         if deleted == 0 {
             return Ok(0);
         }
-        self.with_adk_invalidated(ns, || self.commit(&pending, WriteBatch::default(), &Placement::default()))?;
+        self.commit(&pending, WriteBatch::default(), &Placement::default())?;
         Ok(deleted)
     }
 

@@ -7,20 +7,16 @@
 //! index's key changes to the batch. `Mnem::commit` stages them all and writes the batch,
 //! so records and indexes change atomically and a search reads both from one snapshot.
 
-use crate::adk::index::AdkIndex;
 use crate::adk::index::Placement;
 use crate::cache::{Cache, CacheStats};
 use crate::episodes::Pending;
 use crate::error::Result;
-use crate::keys::Namespace;
 use crate::record::Episode;
 use crate::store::{now_ms, OpenOptions, Store};
 use crate::vector::VectorCache;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use rocksdb::{Snapshot, WriteBatch};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// The whole library behind one handle. Every method is safe to call from many threads.
 pub struct Mnem {
@@ -28,7 +24,6 @@ pub struct Mnem {
     /// Serializes writers: each write reads, decides and commits one batch without another
     /// writer in between (revisions, dedup, bucket order and index counters depend on it).
     pub(crate) write_lock: Mutex<()>,
-    pub(crate) adk: RwLock<HashMap<Vec<u8>, Arc<RwLock<AdkIndex>>>>,
     pub(crate) vectors: VectorCache,
     /// Loaded vector graphs, across namespaces, within the cache budget.
     pub(crate) cache: Cache,
@@ -66,7 +61,6 @@ impl Mnem {
         let mnem = Mnem {
             store: Store::open(path, opts)?,
             write_lock: Mutex::new(()),
-            adk: RwLock::new(HashMap::new()),
             vectors: VectorCache::default(),
             cache: Cache::new(opts.cache_bytes - opts.block_cache_bytes()),
             indexes_built: AtomicU64::new(0),
@@ -143,18 +137,5 @@ impl Mnem {
         self.store.write(batch)?;
         vectors.publish();
         Ok(())
-    }
-
-    pub(crate) fn with_adk_invalidated<T>(&self, ns: &Namespace, commit: impl FnOnce() -> Result<T>) -> Result<T> {
-        let prefix = ns.prefix();
-        let loaded = self.adk.read().get(&prefix).cloned();
-        let mut guard = loaded.as_ref().map(|ix| ix.write());
-        let out = commit()?;
-        self.adk.write().remove(&prefix);
-        if let Some(g) = guard.as_mut() {
-            g.retire();
-        }
-        drop(guard);
-        Ok(out)
     }
 }

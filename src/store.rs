@@ -4,7 +4,6 @@
 
 use crate::error::{Error, Result, Status};
 use crate::keys::{self, Namespace};
-use crate::record::RecordView;
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, Env, Options,
     ReadOptions, Snapshot, WriteBatch, WriteOptions, DB,
@@ -367,14 +366,6 @@ impl EpisodeScan<'_> {
             .map(Uuid::from_bytes)
             .ok_or_else(|| Error::corruption("episode key has a malformed length"))?;
         Ok(Some((id, self.it.value().expect("valid iterator has a value"))))
-    }
-
-    /// Like `next`, parsed into a view.
-    pub fn next_view(&mut self) -> Result<Option<RecordView<'_>>> {
-        match self.next()? {
-            Some((id, bytes)) => Ok(Some(RecordView::parse(id, bytes)?)),
-            None => Ok(None),
-        }
     }
 }
 

@@ -71,7 +71,8 @@ fn a_memory_without_event_id_is_reported_and_tombstoned_by_its_uuid() {
 }
 
 /// A store written before tombstones covered `put_episodes` can hold a `memory` episode
-/// whose id is tombstoned; the index rebuild after reopen must not return it.
+/// whose id is tombstoned; the index its upgrade builds (format 1 had no persisted index)
+/// must not return it.
 #[test]
 fn the_index_rebuild_honours_tombstones() {
     let dir = tempdir();
@@ -83,6 +84,7 @@ fn the_index_rebuild_honours_tombstones() {
         m.put_episodes(&ns(), vec![memory(Some("pref-1"), "likes oolong")]).unwrap();
         let tombstone = mnem::keys::adk_key(&ns().prefix(), mnem::keys::adk_tag::TOMBSTONE, b"pref-1");
         m.store().put_raw_for_test("adk", &tombstone, b"").unwrap();
+        m.store().set_format_version_for_test(1).unwrap();
     }
     let m = Mnem::open(path, OpenOptions::default()).unwrap();
     assert!(search_ids(&m, "oolong").is_empty());

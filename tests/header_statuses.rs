@@ -304,6 +304,16 @@ fn damaged_store(dir: &Path) {
         .expect("raw RocksDB open of the store");
     db.put_cf(db.cf_handle("episodes").unwrap(), episode_key(&prefix, &id), b"\x07 not a record").unwrap();
     db.put_cf(db.cf_handle("adk").unwrap(), adk_key(&prefix, adk_tag::BUCKET, b"s1"), b"?").unwrap();
+    // The ADK index's keys of `e1` (docs/FORMAT.md), at bucket 0 seq 0, are malformed: its
+    // entry (tag 0x20), which searches read, and its memory-id key (tag 0x25), where
+    // `delete_memory` finds its targets.
+    let place = [0u8; 12];
+    db.put_cf(db.cf_handle("index").unwrap(), mnem::keys::index_key(&prefix, 0x20, &place), b"?").unwrap();
+    let mut memid = 2u32.to_be_bytes().to_vec();
+    memid.extend_from_slice(b"e1");
+    memid.extend_from_slice(&place);
+    db.put_cf(db.cf_handle("index").unwrap(), mnem::keys::index_key(&prefix, 0x25, &memid), b"?").unwrap();
+    db.flush_cf(db.cf_handle("index").unwrap()).unwrap();
     db.flush_cf(db.cf_handle("episodes").unwrap()).unwrap();
     db.flush_cf(db.cf_handle("adk").unwrap()).unwrap();
 }

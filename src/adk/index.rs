@@ -1,19 +1,48 @@
-//! The in-memory search index of one namespace for `mnem_search`.
+//! The persisted search index of `mnem_search`, in the `index` column family, changed in the
+//! same write batch as the records (`crate::mnem`), read from the searcher's snapshot.
 //!
-//! ADK's reference re-tokenizes every event at every query. Here each stored event is
-//! tokenized once, at write or at the namespace's first search after open: its searchable
-//! words go to an inverted index and its lowercased NFC text stays as the substring haystack.
-//! A query then touches only the postings of its own tokens: an ASCII token by exact word
-//! lookup, a non-ASCII token by its word postings plus a substring check of the events that
-//! contain its rarest non-ASCII character. The result equals the reference's full scan.
+//! ADK's reference re-tokenizes every event at every query. Here each event is tokenized
+//! once, when written, and a query reads only the postings of its own tokens
+//! (`super::search`). Nothing is loaded at open and nothing stays in memory per namespace:
+//! RocksDB's block cache is the cache.
+//!
+//! An entry's *place* is its position in ADK's tie order: `u32be(bucket) u64be(seq)` for an
+//! event of a session bucket, `u32be(MEMORY_BUCKET) uuid` for a `memory` episode (after every
+//! bucket, in UUID order). Byte order of places is the tie order. Keys after
+//! `namespace prefix + tag` (docs/FORMAT.md has the bytes):
+//! - `ENTRY place` -> uuid, expiry, memory id: a bucket's entries are one key range, in order;
+//! - `DOC uuid` -> place, memory id and the entry's distinct words and non-ASCII chars, so
+//!   that a re-write or delete removes its keys without re-tokenizing the old content;
+//! - `WORD u32be(len) word place` -> expiry: the postings of a searchable word;
+//! - `CHAR u32be(char) place` -> expiry: the searchable entries holding a non-ASCII char;
+//! - `HAYSTACK place` -> the lowercased NFC text of a searchable entry with a non-ASCII char
+//!   (non-ASCII query tokens match substrings);
+//! - `MEMID u32be(len) memory_id place` -> uuid: what `delete_memory` removes.
+//!
+//! Only searchable entries (at least one searchable word, as ADK requires) have postings.
 
-use super::tokenizer;
-use crate::error::Result;
+use super::{event, memory_id, tokenizer, MEMORY_TYPE};
+use crate::error::{Error, Result};
+use crate::keys::index_tag;
 use crate::mnem::IndexWrite;
 use crate::record::Episode;
-use rocksdb::WriteBatch;
+use crate::store::{Store, CF_INDEX};
+use rocksdb::{ColumnFamily, Snapshot, WriteBatch};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
+
+pub(crate) const ENTRY: u8 = index_tag::ADK_FIRST;
+pub(crate) const DOC: u8 = index_tag::ADK_FIRST + 1;
+pub(crate) const WORD: u8 = index_tag::ADK_FIRST + 2;
+pub(crate) const CHAR: u8 = index_tag::ADK_FIRST + 3;
+pub(crate) const HAYSTACK: u8 = index_tag::ADK_FIRST + 4;
+pub(crate) const MEMID: u8 = index_tag::ADK_FIRST + 5;
+
+/// ADK returns at most this many memories (`_MAX_SEARCH_RESULTS`).
+pub const MAX_RESULTS: usize = 10;
+
+/// Bucket position of `memory` episodes: after every session bucket.
+pub const MEMORY_BUCKET: u32 = u32::MAX;
 
 /// Where the episodes of a write sit in ADK's tie order, as the writer decided.
 #[derive(Debug, Default)]
@@ -25,289 +54,407 @@ pub(crate) struct Placement {
     pub excluded: HashSet<Uuid>,
 }
 
-/// Stage the index changes of `staged` into `batch` (see `crate::mnem`).
-pub(crate) fn stage(
-    _ctx: &IndexWrite<'_>,
-    _staged: &[&Episode],
-    _placement: &Placement,
-    _batch: &mut WriteBatch,
-) -> Result<()> {
-    Ok(())
+/// A position in ADK's tie order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    Session { bucket: u32, seq: u64 },
+    Memory(Uuid),
 }
 
-/// ADK returns at most this many memories (`_MAX_SEARCH_RESULTS`).
-pub const MAX_RESULTS: usize = 10;
+impl Place {
+    pub fn push_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Place::Session { bucket, seq } => {
+                out.extend_from_slice(&bucket.to_be_bytes());
+                out.extend_from_slice(&seq.to_be_bytes());
+            }
+            Place::Memory(id) => {
+                out.extend_from_slice(&MEMORY_BUCKET.to_be_bytes());
+                out.extend_from_slice(id.as_bytes());
+            }
+        }
+    }
 
-/// Bucket position of `memory` episodes: after every session bucket.
-pub const MEMORY_BUCKET: u32 = u32::MAX;
+    pub fn decode(b: &[u8]) -> Result<Place> {
+        let bad = || Error::corruption("an ADK index place is malformed");
+        let bucket = u32::from_be_bytes(b.get(..4).ok_or_else(bad)?.try_into().expect("4 bytes"));
+        match (bucket, b.len()) {
+            (MEMORY_BUCKET, 20) => Ok(Place::Memory(Uuid::from_bytes(b[4..].try_into().expect("16 bytes")))),
+            (MEMORY_BUCKET, _) => Err(bad()),
+            (_, 12) => Ok(Place::Session { bucket, seq: u64::from_be_bytes(b[4..].try_into().expect("8 bytes")) }),
+            _ => Err(bad()),
+        }
+    }
+}
 
-#[derive(Debug)]
-pub struct Entry {
+fn key(prefix: &[u8], tag: u8, parts: &[&[u8]], place: Option<&Place>) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + 64);
+    k.extend_from_slice(prefix);
+    k.push(tag);
+    for p in parts {
+        k.extend_from_slice(p);
+    }
+    if let Some(p) = place {
+        p.push_to(&mut k);
+    }
+    k
+}
+
+fn len_be(s: &str) -> [u8; 4] {
+    u32::try_from(s.len()).expect("record fields are below 4 GiB").to_be_bytes()
+}
+
+/// `prefix WORD u32be(len) word`: the key prefix of a word's postings.
+pub(crate) fn word_prefix(prefix: &[u8], word: &str) -> Vec<u8> {
+    key(prefix, WORD, &[&len_be(word), word.as_bytes()], None)
+}
+
+/// `prefix CHAR u32be(char)`: the key prefix of a char's postings.
+pub(crate) fn char_prefix(prefix: &[u8], c: char) -> Vec<u8> {
+    key(prefix, CHAR, &[&(c as u32).to_be_bytes()], None)
+}
+
+pub(crate) fn haystack_key(prefix: &[u8], place: &[u8]) -> Vec<u8> {
+    key(prefix, HAYSTACK, &[place], None)
+}
+
+/// A posting's value: empty, or the expiry (i64le ms).
+fn posting_value(expires_at_ms: Option<i64>) -> Vec<u8> {
+    expires_at_ms.map_or_else(Vec::new, |t| t.to_le_bytes().to_vec())
+}
+
+/// Has the entry of a posting value expired at `now`?
+pub(crate) fn posting_expired(v: &[u8], now: i64) -> Result<bool> {
+    match v.len() {
+        0 => Ok(false),
+        8 => Ok(now >= i64::from_le_bytes(v.try_into().expect("8 bytes"))),
+        _ => Err(Error::corruption("an ADK index posting is malformed")),
+    }
+}
+
+/// A little-endian reader of index values; any shortfall is corruption.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return Err(Error::corruption("an ADK index value is truncated"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+    fn str(&mut self) -> Result<&'a str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).map_err(|_| Error::corruption("an ADK index string is not UTF-8"))
+    }
+    fn done(&self) -> Result<()> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::corruption("an ADK index value has trailing bytes"))
+        }
+    }
+}
+
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&u32::try_from(s.len()).expect("record fields are below 4 GiB").to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// One indexed episode, as its `ENTRY` key says.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Entry {
     pub uuid: Uuid,
-    pub bucket: u32,
-    pub seq: u64,
+    pub place: Place,
     /// The id `mnem_search` reports and `mnem_delete_memory` matches.
     pub memory_id: String,
-    haystack: Box<str>,
-    searchable: bool,
     pub expires_at_ms: Option<i64>,
-    pub alive: bool,
 }
 
 impl Entry {
     pub fn visible(&self, now_ms: i64) -> bool {
-        self.alive && self.expires_at_ms.is_none_or(|e| now_ms < e)
+        self.expires_at_ms.is_none_or(|e| now_ms < e)
+    }
+
+    /// `ENTRY` value: uuid(16), expiry flag (0, or 1 + i64le), memory id (the rest).
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(25 + self.memory_id.len());
+        v.extend_from_slice(self.uuid.as_bytes());
+        match self.expires_at_ms {
+            None => v.push(0),
+            Some(t) => {
+                v.push(1);
+                v.extend_from_slice(&t.to_le_bytes());
+            }
+        }
+        v.extend_from_slice(self.memory_id.as_bytes());
+        v
+    }
+
+    pub fn decode(place: Place, v: &[u8]) -> Result<Entry> {
+        let mut r = Reader(v);
+        let uuid = Uuid::from_bytes(r.take(16)?.try_into().expect("16 bytes"));
+        let expires_at_ms = match r.take(1)?[0] {
+            0 => None,
+            1 => Some(i64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes"))),
+            _ => return Err(Error::corruption("an ADK index entry's expiry flag is malformed")),
+        };
+        let memory_id =
+            std::str::from_utf8(r.0).map_err(|_| Error::corruption("an ADK index memory id is not UTF-8"))?.to_string();
+        Ok(Entry { uuid, place, memory_id, expires_at_ms })
     }
 }
 
-#[derive(Debug, Default)]
-pub struct AdkIndex {
-    entries: Vec<Entry>,
-    words: HashMap<Box<str>, Vec<u32>>,
-    chars: HashMap<char, Vec<u32>>,
-    /// Live entries of each bucket position, in sequence order.
-    buckets: HashMap<u32, Vec<u32>>,
-    dead: usize,
-    /// Replaced or dropped by a writer: no longer kept in step with the store.
-    retired: bool,
+/// What the index holds about one episode, and the keys it wrote.
+#[derive(Debug, PartialEq)]
+struct Doc {
+    place: Place,
+    memory_id: String,
+    /// Distinct searchable words (empty: not searchable, no postings).
+    words: Vec<String>,
+    /// Distinct non-ASCII chars of the haystack, sorted (non-empty: a `HAYSTACK` key).
+    chars: Vec<char>,
 }
 
-impl AdkIndex {
-    pub fn insert(
-        &mut self,
-        uuid: Uuid,
-        bucket: u32,
-        seq: u64,
-        memory_id: String,
-        text: &str,
-        expires_at_ms: Option<i64>,
-    ) {
-        let idx = u32::try_from(self.entries.len()).expect("fewer than 2^32 index entries");
-        let words = tokenizer::searchable_words(text);
-        let haystack = tokenizer::haystack(text);
-        for w in &words {
-            self.words.entry(w.as_str().into()).or_default().push(idx);
+impl Doc {
+    /// `DOC` value: u8 place length, place, memory id, words, chars (u32le counts and
+    /// lengths, u32le chars).
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(64);
+        let mut place = Vec::with_capacity(20);
+        self.place.push_to(&mut place);
+        v.push(place.len() as u8);
+        v.extend_from_slice(&place);
+        push_str(&mut v, &self.memory_id);
+        v.extend_from_slice(&(self.words.len() as u32).to_le_bytes());
+        for w in &self.words {
+            push_str(&mut v, w);
         }
-        let mut chars: Vec<char> = haystack.chars().filter(|c| !c.is_ascii()).collect();
-        chars.sort_unstable();
-        chars.dedup();
-        for c in chars {
-            self.chars.entry(c).or_default().push(idx);
+        v.extend_from_slice(&(self.chars.len() as u32).to_le_bytes());
+        for c in &self.chars {
+            v.extend_from_slice(&(*c as u32).to_le_bytes());
         }
-        self.buckets.entry(bucket).or_default().push(idx);
-        self.entries.push(Entry {
-            uuid,
-            bucket,
-            seq,
-            memory_id,
-            haystack: haystack.into(),
-            searchable: !words.is_empty(),
-            expires_at_ms,
-            alive: true,
-        });
+        v
     }
 
-    /// Live entries of a bucket, in order.
-    pub fn bucket(&self, bucket: u32) -> impl Iterator<Item = &Entry> {
-        self.buckets.get(&bucket).into_iter().flatten().map(|&i| &self.entries[i as usize])
+    fn decode(v: &[u8]) -> Result<Doc> {
+        let mut r = Reader(v);
+        let n = r.take(1)?[0] as usize;
+        let place = Place::decode(r.take(n)?)?;
+        let memory_id = r.str()?.to_string();
+        let words = (0..r.u32()?).map(|_| r.str().map(str::to_string)).collect::<Result<Vec<_>>>()?;
+        let chars = (0..r.u32()?)
+            .map(|_| char::from_u32(r.u32()?).ok_or_else(|| Error::corruption("an ADK index char is invalid")))
+            .collect::<Result<Vec<_>>>()?;
+        r.done()?;
+        Ok(Doc { place, memory_id, words, chars })
+    }
+}
+
+/// The text ADK searches in an episode: the text parts of its content. Content that is not
+/// an ADK `Content` (a caller's own `memory` episode) has none.
+fn indexed_text(e: &Episode) -> String {
+    e.content.as_deref().and_then(|c| event::content_text(c).ok().flatten()).unwrap_or_default()
+}
+
+/// Key changes collected, then added to the batch in key order: RocksDB's memtable inserts
+/// a sorted run of keys faster than scattered ones (it resumes each search where the last
+/// ended).
+#[derive(Default)]
+struct Ops(Vec<(Vec<u8>, Option<Vec<u8>>)>);
+
+impl Ops {
+    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.0.push((key, Some(value)));
     }
 
-    /// Mark the live entry of `bucket` whose episode is `uuid` dead.
-    pub fn remove(&mut self, bucket: u32, uuid: &Uuid) {
-        let Some(list) = self.buckets.get_mut(&bucket) else { return };
-        if let Some(p) = list.iter().position(|&i| self.entries[i as usize].uuid == *uuid) {
-            let i = list.remove(p) as usize;
-            self.entries[i].alive = false;
-            self.dead += 1;
-        }
+    fn delete(&mut self, key: Vec<u8>) {
+        self.0.push((key, None));
     }
 
-    /// `(episode, bucket, seq)` of the live entries reported as `memory_id`, wherever they are.
-    pub fn find_memory_id(&self, memory_id: &str) -> Vec<(Uuid, u32, u64)> {
-        self.buckets
-            .values()
-            .flatten()
-            .map(|&i| &self.entries[i as usize])
-            .filter(|e| e.memory_id == memory_id)
-            .map(|e| (e.uuid, e.bucket, e.seq))
-            .collect()
-    }
-
-    /// Mark the index as no longer maintained; readers holding it must look again.
-    pub fn retire(&mut self) {
-        self.retired = true;
-    }
-
-    pub fn is_retired(&self) -> bool {
-        self.retired
-    }
-
-    /// Dead entries outnumber live ones: the owner should rebuild from storage.
-    pub fn wants_rebuild(&self) -> bool {
-        self.dead > 4096 && self.dead > self.entries.len() / 2
-    }
-
-    /// ADK's ranking: entries scoring above zero, by descending score, ties in bucket order
-    /// then sequence order, at most `MAX_RESULTS`.
-    pub fn search(&self, query: &str, now_ms: i64) -> Vec<&Entry> {
-        let terms = tokenizer::words_lower(query);
-        let mut scores: HashMap<u32, u32> = HashMap::new();
-        let mut matched: Vec<u32> = Vec::new();
-        for q in &terms {
-            matched.clear();
-            if let Some(p) = self.words.get(q.as_str()) {
-                matched.extend_from_slice(p);
-            }
-            if !q.is_ascii() {
-                let rarest = q
-                    .chars()
-                    .filter(|c| !c.is_ascii())
-                    .map(|c| self.chars.get(&c).map_or(&[][..], Vec::as_slice))
-                    .min_by_key(|p| p.len())
-                    .unwrap_or(&[]);
-                matched.extend(rarest.iter().filter(|&&i| self.entries[i as usize].haystack.contains(q.as_str())));
-                matched.sort_unstable();
-                matched.dedup();
-            }
-            for &i in &matched {
-                let e = &self.entries[i as usize];
-                if e.searchable && e.visible(now_ms) {
-                    *scores.entry(i).or_insert(0) += 1;
-                }
+    fn apply(mut self, batch: &mut WriteBatch, cf: &ColumnFamily) {
+        // Stable: a key removed and written again (a re-write at the same place) keeps the
+        // write last.
+        self.0.sort_by(|a, b| a.0.cmp(&b.0));
+        for (k, v) in self.0 {
+            match v {
+                Some(v) => batch.put_cf(cf, k, v),
+                None => batch.delete_cf(cf, k),
             }
         }
-        let mut hits: Vec<(u32, &Entry)> = scores.into_iter().map(|(i, s)| (s, &self.entries[i as usize])).collect();
-        hits.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.bucket.cmp(&b.1.bucket)).then(a.1.seq.cmp(&b.1.seq)));
-        hits.truncate(MAX_RESULTS);
-        hits.into_iter().map(|(_, e)| e).collect()
     }
+}
+
+/// Stage the ADK index changes of `staged` into `batch`. Each episode's old keys (its `DOC`
+/// says which) are removed; then, unless deleted or excluded, it is indexed at the place the
+/// writer appended it, else at its old session place (a re-write keeps its place), else, for
+/// a `memory` episode with content, after every bucket.
+pub(crate) fn stage(
+    ctx: &IndexWrite<'_>,
+    staged: &[&Episode],
+    placement: &Placement,
+    batch: &mut WriteBatch,
+) -> Result<()> {
+    let mut ops = Ops::default();
+    for e in staged {
+        let doc_key = key(ctx.prefix, DOC, &[e.id.as_bytes()], None);
+        // A first revision has no earlier one that could be indexed (and an upgrade starts
+        // from an empty index): a new episode, the common case, needs no lookup.
+        let old = if e.revision == 1 {
+            None
+        } else {
+            ctx.store.get_cf(ctx.snap, CF_INDEX, &doc_key)?.map(|v| Doc::decode(&v)).transpose()?
+        };
+        if let Some(d) = &old {
+            remove(&mut ops, ctx.prefix, &doc_key, d);
+        }
+        if e.deleted || placement.excluded.contains(&e.id) {
+            continue;
+        }
+        let place = if let Some(&(bucket, seq)) = placement.places.get(&e.id) {
+            Place::Session { bucket, seq }
+        } else if let Some(p @ Place::Session { .. }) = old.map(|d| d.place) {
+            p
+        } else if e.episode_type == MEMORY_TYPE && e.content.is_some() {
+            Place::Memory(e.id)
+        } else {
+            continue;
+        };
+        add(&mut ops, ctx.prefix, &doc_key, e, place);
+    }
+    ops.apply(batch, ctx.store.cf(CF_INDEX));
+    Ok(())
+}
+
+fn remove(ops: &mut Ops, prefix: &[u8], doc_key: &[u8], d: &Doc) {
+    let place = Some(&d.place);
+    ops.delete(doc_key.to_vec());
+    ops.delete(key(prefix, ENTRY, &[], place));
+    ops.delete(key(prefix, MEMID, &[&len_be(&d.memory_id), d.memory_id.as_bytes()], place));
+    for w in &d.words {
+        ops.delete(key(prefix, WORD, &[&len_be(w), w.as_bytes()], place));
+    }
+    for c in &d.chars {
+        ops.delete(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], place));
+    }
+    if !d.chars.is_empty() {
+        ops.delete(key(prefix, HAYSTACK, &[], place));
+    }
+}
+
+fn add(ops: &mut Ops, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Place) {
+    let text = indexed_text(e);
+    let words = tokenizer::searchable_words(&text);
+    // ADK skips events without a searchable word, whatever their substrings.
+    let haystack = if words.is_empty() { String::new() } else { tokenizer::haystack(&text) };
+    let mut chars: Vec<char> = haystack.chars().filter(|c| !c.is_ascii()).collect();
+    chars.sort_unstable();
+    chars.dedup();
+    let entry =
+        Entry { uuid: e.id, place, memory_id: memory_id(e.event_id.as_deref(), &e.id), expires_at_ms: e.expires_at_ms };
+    let at = Some(&place);
+    ops.put(key(prefix, ENTRY, &[], at), entry.encode());
+    let mid = &entry.memory_id;
+    ops.put(key(prefix, MEMID, &[&len_be(mid), mid.as_bytes()], at), e.id.as_bytes().to_vec());
+    let posting = posting_value(e.expires_at_ms);
+    for w in &words {
+        ops.put(key(prefix, WORD, &[&len_be(w), w.as_bytes()], at), posting.clone());
+    }
+    for c in &chars {
+        ops.put(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], at), posting.clone());
+    }
+    if !chars.is_empty() {
+        ops.put(key(prefix, HAYSTACK, &[], at), haystack.into_bytes());
+    }
+    let doc = Doc { place, memory_id: entry.memory_id, words, chars };
+    ops.put(doc_key.to_vec(), doc.encode());
+}
+
+/// The entries of a bucket, in order (expired ones included).
+pub(crate) fn bucket_entries(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], bucket: u32) -> Result<Vec<Entry>> {
+    let kind = key(prefix, ENTRY, &[&bucket.to_be_bytes()], None);
+    let mut it = store.prefix_iter(snap, CF_INDEX, &kind, &kind);
+    let mut out = Vec::new();
+    while it.valid() {
+        let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
+        out.push(Entry::decode(Place::decode(&k[kind.len() - 4..])?, v)?);
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
+/// The entry at `place` (a place a posting names).
+pub(crate) fn entry_at(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], place: &[u8]) -> Result<Entry> {
+    let k = key(prefix, ENTRY, &[place], None);
+    let v = store.get_cf(snap, CF_INDEX, &k)?.ok_or_else(|| Error::corruption("an ADK index posting has no entry"))?;
+    Entry::decode(Place::decode(place)?, &v)
+}
+
+/// `(episode, place)` of the entries reported as `memory_id`, wherever they are.
+pub(crate) fn memory_id_entries(
+    store: &Store,
+    snap: &Snapshot<'_>,
+    prefix: &[u8],
+    memory_id: &str,
+) -> Result<Vec<(Uuid, Place)>> {
+    let kind = key(prefix, MEMID, &[&len_be(memory_id), memory_id.as_bytes()], None);
+    let mut it = store.prefix_iter(snap, CF_INDEX, &kind, &kind);
+    let mut out = Vec::new();
+    while it.valid() {
+        let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
+        let id = <[u8; 16]>::try_from(v).map_err(|_| Error::corruption("an ADK index memory id key is malformed"))?;
+        out.push((Uuid::from_bytes(id), Place::decode(&k[kind.len()..])?));
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn index(texts: &[(u32, &str)]) -> AdkIndex {
-        let mut ix = AdkIndex::default();
-        for (seq, (bucket, t)) in texts.iter().enumerate() {
-            ix.insert(Uuid::now_v7(), *bucket, seq as u64, format!("e{seq}"), t, None);
-        }
-        ix
-    }
-
-    fn ids(ix: &AdkIndex, q: &str) -> Vec<String> {
-        ix.search(q, 0).into_iter().map(|e| e.memory_id.clone()).collect()
-    }
-
     #[test]
-    fn ties_follow_bucket_then_sequence() {
-        let ix = index(&[(0, "alpha beta"), (0, "beta"), (1, "alpha beta gamma")]);
-        assert_eq!(ids(&ix, "beta"), ["e0", "e1", "e2"]);
-        assert_eq!(ids(&ix, "alpha beta gamma"), ["e2", "e0", "e1"]);
-    }
-
-    #[test]
-    fn non_ascii_terms_match_substrings_ascii_terms_whole_words() {
-        let ix =
-            index(&[(0, "私はPythonでADKを使っています"), (0, "İstanbul"), (0, "cafés"), (0, "東京"), (0, "大阪")]);
-        assert_eq!(ids(&ix, "使って"), ["e0"]);
-        assert_eq!(ids(&ix, "thon"), Vec::<String>::new());
-        assert_eq!(ids(&ix, "python"), ["e0"]);
-        assert_eq!(ids(&ix, "stanbul"), ["e1"]);
-        assert_eq!(ids(&ix, "istanbul"), Vec::<String>::new());
-        assert_eq!(ids(&ix, "café"), ["e2"]);
-        assert_eq!(ids(&ix, "京大"), Vec::<String>::new());
-    }
-
-    #[test]
-    fn dead_and_expired_entries_never_match() {
-        let mut ix = index(&[(0, "tea"), (0, "tea")]);
-        let first = ix.entries[0].uuid;
-        ix.remove(0, &first);
-        assert_eq!(ids(&ix, "tea"), ["e1"]);
-        ix.insert(Uuid::now_v7(), 0, 9, "x".into(), "tea", Some(100));
-        assert_eq!(ix.search("tea", 99).len(), 2);
-        assert_eq!(ix.search("tea", 100).len(), 1);
-    }
-
-    /// The reference algorithm, literally: re-tokenize every event for every query.
-    fn naive(texts: &[(u32, String)], query: &str) -> Vec<String> {
-        let q = tokenizer::words_lower(query);
-        let mut hits: Vec<(usize, usize)> = Vec::new();
-        for (i, (_, t)) in texts.iter().enumerate() {
-            let words = tokenizer::searchable_words(t);
-            if words.is_empty() {
-                continue;
-            }
-            let hay = tokenizer::haystack(t);
-            let score = q.iter().filter(|w| words.contains(w) || (!w.is_ascii() && hay.contains(w.as_str()))).count();
-            if score > 0 {
-                hits.push((score, i));
-            }
-        }
-        // Stable sort by score; `texts` is already in (bucket, seq) order.
-        hits.sort_by_key(|h| std::cmp::Reverse(h.0));
-        hits.into_iter().take(MAX_RESULTS).map(|(_, i)| format!("e{i}")).collect()
-    }
-
-    #[test]
-    fn index_equals_the_naive_reference_scan() {
-        let atoms = [
-            "tea",
-            "Tea",
-            "東京",
-            "大阪",
-            "東京タワー",
-            "İstanbul",
-            "stanbul",
-            "Straße",
-            "ΟΔΟΣ",
-            "οδος",
-            "café",
-            "cafe\u{301}",
-            "हिन्दी",
-            "ह",
-            "x²y",
-            "a‿b",
-            "Ｐｙｔｈｏｎ",
-            "python",
-            "2024年に",
-            "ﬁnance",
-            "...",
-            "",
-            "naïveテスト",
-            "テスト",
-            "москва",
-            "Москваcity",
-            "_",
-            "under_score",
-            "K",
-            "\u{212A}elvin",
+    fn place_bytes_sort_in_tie_order_and_round_trip() {
+        let places = [
+            Place::Session { bucket: 0, seq: 5 },
+            Place::Session { bucket: 0, seq: 1 << 40 },
+            Place::Session { bucket: 1, seq: 0 },
+            Place::Memory(Uuid::from_u128(1)),
+            Place::Memory(Uuid::from_u128(2)),
         ];
-        let mut seed = 0x1234_5678_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
+        let bytes: Vec<Vec<u8>> = places
+            .iter()
+            .map(|p| {
+                let mut v = Vec::new();
+                p.push_to(&mut v);
+                v
+            })
+            .collect();
+        assert!(bytes.windows(2).all(|w| w[0] < w[1]));
+        for (p, b) in places.iter().zip(&bytes) {
+            assert_eq!(Place::decode(b).unwrap(), *p);
+        }
+        assert!(Place::decode(&[0xFF; 12]).is_err());
+        assert!(Place::decode(&[0; 20]).is_err());
+    }
+
+    #[test]
+    fn doc_and_entry_values_round_trip() {
+        let d = Doc {
+            place: Place::Session { bucket: 3, seq: 9 },
+            memory_id: "e1".into(),
+            words: vec!["tea".into(), "東京".into()],
+            chars: vec!['東', '京'],
         };
-        let mut texts: Vec<(u32, String)> = Vec::new();
-        for _ in 0..300 {
-            let n = (next() % 6) as usize;
-            let sep = [" ", "", ", ", "-"][(next() % 4) as usize];
-            let t: Vec<&str> = (0..n).map(|_| atoms[(next() % atoms.len() as u64) as usize]).collect();
-            texts.push(((next() % 5) as u32, t.join(sep)));
-        }
-        texts.sort_by_key(|t| t.0);
-        let mut ix = AdkIndex::default();
-        for (seq, (bucket, t)) in texts.iter().enumerate() {
-            ix.insert(Uuid::now_v7(), *bucket, seq as u64, format!("e{seq}"), t, None);
-        }
-        for _ in 0..400 {
-            let n = 1 + (next() % 3) as usize;
-            let q: Vec<&str> = (0..n).map(|_| atoms[(next() % atoms.len() as u64) as usize]).collect();
-            let q = q.join(" ");
-            assert_eq!(ids(&ix, &q), naive(&texts, &q), "query {q:?}");
-        }
+        assert_eq!(Doc::decode(&d.encode()).unwrap(), d);
+        assert!(Doc::decode(&d.encode()[..10]).is_err());
+        let e = Entry { uuid: Uuid::from_u128(7), place: d.place, memory_id: "m".into(), expires_at_ms: Some(-3) };
+        assert_eq!(Entry::decode(e.place, &e.encode()).unwrap(), e);
     }
 }
