@@ -192,3 +192,46 @@ fn a_filter_that_rejects_most_vectors_gets_the_exact_nearest_that_pass() {
         assert_eq!(got, truth);
     }
 }
+
+#[test]
+fn searches_during_writes_and_deletes_get_full_pages() {
+    let m = std::sync::Arc::new(Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap());
+    let ns = Namespace::new("app", "u");
+    let (data, qs) = clustered(0xD1, 2000, 20, 16, 10);
+    put(&m, &ns, 0, &data[..100], |_| "t");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (m, ns, qs, done) = (m.clone(), ns.clone(), qs.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut rounds = 0;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) || rounds == 0 {
+                    let q = HybridQuery {
+                        vector: Some(qs[(rounds + r) % qs.len()].clone()),
+                        semantic_weight: 1.0,
+                        candidates: 1,
+                        ..HybridQuery::new("anything")
+                    };
+                    // A full page of live episodes with vectors, while the graph changes.
+                    let got = m.hybrid_search(&ns, &q).unwrap();
+                    assert_eq!(got.len(), 10);
+                    assert!(got.iter().all(|r| !r.record.deleted && r.record.embedding.is_some()));
+                    rounds += 1;
+                }
+                rounds
+            })
+        })
+        .collect();
+    for (c, chunk) in data[100..].chunks(100).enumerate() {
+        put(&m, &ns, 100 + c * 100, chunk, |_| "t");
+        let gone: Vec<Uuid> = (c * 100..c * 100 + 10).map(id).collect();
+        m.delete_episodes(&ns, &gone).unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let truth = exact(&data, |i| i >= 190 || i % 100 >= 10, &qs[0], 10);
+    let got: HashSet<Uuid> = semantic(&m, &ns, &qs[0], 10, None).into_iter().map(|r| r.0).collect();
+    assert!(got.intersection(&truth).count() >= 9);
+}
