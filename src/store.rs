@@ -110,6 +110,11 @@ impl Store {
         // Writes look up index entries that mostly do not exist yet (a new episode's old
         // postings): a Bloom filter answers those without reading data blocks.
         table.set_bloom_filter(10.0, false);
+        // In partitions (with a two-level index): one filter of a large table file is bigger
+        // than a shard of the block cache, so it would be read from the file at every lookup.
+        table.set_partition_filters(true);
+        table.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
+        table.set_pin_top_level_index_and_filter(true);
         db_opts.set_block_based_table_factory(&table);
         // Counters only (no timers or histograms): the block cache's hits and misses.
         db_opts.enable_statistics();
