@@ -1,7 +1,8 @@
 //! The HNSW graph's keys in the `index` column family, after the namespace prefix:
 //!
-//! - `30` -> header: u8 layout version (1), u32le dimension, u32le node count, u32le entry
-//!   node (u32::MAX when empty), u8 top level, u64le level-generator state.
+//! - `30` -> header: u8 layout version (1), u32le dimension, u32le node count, u32le live
+//!   (not deleted) node count, u32le entry node (u32::MAX when empty), u8 top level, u64le
+//!   level-generator state.
 //! - `31 u32be(node)` -> the node's unit vector, `dimension` f32le; written once.
 //! - `32 u32be(node)` -> the node's links: 16 bytes episode UUID, u8 flags (1 deleted,
 //!   2 expires), i64le expiry in ms (0 unless flag 2), u8 level, then per level 0..=level
@@ -46,6 +47,7 @@ fn corrupt(what: &str) -> Error {
 pub struct Header {
     pub dim: u32,
     pub nodes: u32,
+    pub live: u32,
     pub entry: Option<u32>,
     pub top: u8,
     pub rng: u64,
@@ -53,10 +55,11 @@ pub struct Header {
 
 impl Header {
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(22);
+        let mut v = Vec::with_capacity(26);
         v.push(VERSION);
         v.extend_from_slice(&self.dim.to_le_bytes());
         v.extend_from_slice(&self.nodes.to_le_bytes());
+        v.extend_from_slice(&self.live.to_le_bytes());
         v.extend_from_slice(&self.entry.unwrap_or(u32::MAX).to_le_bytes());
         v.push(self.top);
         v.extend_from_slice(&self.rng.to_le_bytes());
@@ -64,18 +67,23 @@ impl Header {
     }
 
     pub fn decode(b: &[u8]) -> Result<Header> {
-        if b.len() != 22 || b[0] != VERSION {
+        if b.len() != 26 || b[0] != VERSION {
             return Err(corrupt("header"));
         }
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
-        let entry = u32_at(9);
-        Ok(Header {
+        let entry = u32_at(13);
+        let h = Header {
             dim: u32_at(1),
             nodes: u32_at(5),
+            live: u32_at(9),
             entry: (entry != u32::MAX).then_some(entry),
-            top: b[13],
-            rng: u64::from_le_bytes(b[14..22].try_into().expect("8 bytes")),
-        })
+            top: b[17],
+            rng: u64::from_le_bytes(b[18..26].try_into().expect("8 bytes")),
+        };
+        if h.live > h.nodes {
+            return Err(corrupt("header"));
+        }
+        Ok(h)
     }
 }
 
@@ -153,7 +161,7 @@ mod tests {
 
     #[test]
     fn header_and_links_round_trip() {
-        let h = Header { dim: 384, nodes: 7, entry: Some(3), top: 2, rng: 0xDEAD_BEEF_0123 };
+        let h = Header { dim: 384, nodes: 7, live: 6, entry: Some(3), top: 2, rng: 0xDEAD_BEEF_0123 };
         assert_eq!(Header::decode(&h.encode()).unwrap(), h);
         let empty = Header { entry: None, ..h };
         assert_eq!(Header::decode(&empty.encode()).unwrap(), empty);
@@ -165,5 +173,6 @@ mod tests {
         assert!(decode_links(&b, 6).is_err(), "a link to a node past the count");
         assert!(decode_links(&b[..b.len() - 1], 7).is_err());
         assert!(Header::decode(&h.encode()[1..]).is_err());
+        assert!(Header::decode(&Header { live: 8, ..h }.encode()).is_err(), "more live nodes than nodes");
     }
 }

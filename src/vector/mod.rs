@@ -133,8 +133,7 @@ impl NsVectors {
     }
 
     fn wants_rebuild(&self) -> bool {
-        let dead = self.hnsw.len() - self.hnsw.live();
-        dead > 1024 && dead > self.hnsw.live()
+        dead_dominate(self.hnsw.len(), self.hnsw.live())
     }
 
     /// The same live vectors in a fresh graph, inserted in node order.
@@ -159,6 +158,7 @@ impl NsVectors {
         Header {
             dim: self.hnsw.dim() as u32,
             nodes: self.hnsw.len() as u32,
+            live: self.hnsw.live() as u32,
             entry: self.hnsw.entry(),
             top: self.hnsw.top() as u8,
             rng: self.hnsw.rng_state(),
@@ -216,8 +216,17 @@ impl NsVectors {
             return Err(Error::corruption("vector index has fewer link records than its header counts"));
         }
         g.hnsw = Hnsw::from_parts(dim, data, links, deleted, h.entry, usize::from(h.top), h.rng);
+        if g.hnsw.live() != h.live as usize {
+            return Err(Error::corruption("vector index header miscounts its live nodes"));
+        }
         Ok(Some(g))
     }
+}
+
+/// Should a graph of `nodes` of which `live` are not deleted be rebuilt from its live ones?
+fn dead_dominate(nodes: usize, live: usize) -> bool {
+    let dead = nodes - live;
+    dead > 1024 && dead > live
 }
 
 /// Call `f(node, value)` for each key `prefix tag u32be(node)`, in node order.
@@ -420,7 +429,15 @@ fn stage_without_graph(ctx: &IndexWrite<'_>, staged: &[&Episode], h: &Header, ba
         }
         changed.push((e.id, n, node));
     }
+    let removed = changed.iter().filter(|c| c.2.deleted).count();
+    let live = h.live as usize - removed;
+    if dead_dominate(h.nodes as usize, live) {
+        return Ok(false); // the graph path rebuilds
+    }
     let cf = ctx.store.cf(CF_INDEX);
+    if removed > 0 {
+        batch.put_cf(cf, layout::header_key(ctx.prefix), Header { live: live as u32, ..*h }.encode());
+    }
     for (id, n, node) in changed {
         if node.deleted {
             batch.delete_cf(cf, layout::node_of_key(ctx.prefix, &id));
@@ -437,11 +454,7 @@ fn stage_without_graph(ctx: &IndexWrite<'_>, staged: &[&Episode], h: &Header, ba
 /// Apply `staged` to the write-locked graph and put the keys that changed into `batch`.
 fn stage_changes(g: &mut NsVectors, store: &Store, prefix: &[u8], staged: &[&Episode], batch: &mut WriteBatch) {
     let cf = store.cf(CF_INDEX);
-    let rewrite = g.wants_rebuild();
-    if rewrite {
-        *g = g.rebuilt();
-    }
-    let first_new = if rewrite { 0 } else { g.hnsw.len() as u32 };
+    let first_new = g.hnsw.len() as u32;
     let dim = g.hnsw.dim();
     let mut touched = Vec::new();
     // Episode-to-node keys in order: an episode may leave and re-enter within the batch.
@@ -468,7 +481,10 @@ fn stage_changes(g: &mut NsVectors, store: &Store, prefix: &[u8], staged: &[&Epi
             mapping.push((e.id, Some(n)));
         }
     }
+    let rewrite = g.wants_rebuild();
+    let first_new = if rewrite { 0 } else { first_new };
     if rewrite {
+        *g = g.rebuilt();
         batch.delete_range_cf(cf, index_key(prefix, layout::HEADER, &[]), index_key(prefix, layout::END, &[]));
         touched = (0..g.hnsw.len() as u32).collect();
         mapping = g.node_of.iter().map(|(id, n)| (*id, Some(*n))).collect();
@@ -633,17 +649,28 @@ mod tests {
 
     #[test]
     fn dead_nodes_are_dropped_by_a_rebuild_of_the_keys() {
-        let m = mem();
-        let ns = Namespace::new("a", "u");
         let data = clustered(2000, 8, 9);
-        put(&m, &ns, &data, 0);
+        let ns = Namespace::new("a", "u");
         let gone: Vec<Uuid> = (0..1500u128).map(|i| Uuid::from_u128(i + 1)).collect();
-        m.delete_episodes(&ns, &gone).unwrap();
-        assert_eq!((graph(&m, &ns).hnsw.len(), graph(&m, &ns).hnsw.live()), (2000, 500));
+        // The graph loaded when the deletes come, or not: both rebuild, to the same keys.
+        let (loaded, unloaded) = (mem(), mem());
+        for (m, evict) in [(&loaded, false), (&unloaded, true)] {
+            put(m, &ns, &data, 0);
+            if evict {
+                m.cache.remove(&cache_key(&ns.prefix()));
+            }
+            m.delete_episodes(&ns, &gone[..1000]).unwrap();
+            assert_eq!(graph(m, &ns).hnsw.len(), 2000, "1000 dead of 2000 are not yet a majority");
+            if evict {
+                m.cache.remove(&cache_key(&ns.prefix()));
+            }
+            m.delete_episodes(&ns, &gone[1000..]).unwrap();
+            let g = graph(m, &ns);
+            assert_eq!((g.hnsw.len(), g.hnsw.live()), (500, 500));
+        }
+        assert!(graph_keys(&loaded, &ns) == graph_keys(&unloaded, &ns), "the two paths wrote different keys");
+        let m = loaded;
         put(&m, &ns, &data[..1], 5000);
-        let g = graph(&m, &ns);
-        assert_eq!((g.hnsw.len(), g.hnsw.live()), (501, 501));
-        drop(g);
         assert_eq!(graph_keys(&m, &ns).len(), 1 + 3 * 501);
         let q = &data[1700];
         let warm = graph(&m, &ns).nearest(q, 5, 0, |_| true);
