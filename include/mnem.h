@@ -159,7 +159,7 @@ const char *mnem_status_message(int32_t status);
 // write (the two cannot be combined). `options_json`: empty for defaults, or an object:
 // `{"sync_writes": bool}` (default false) fsyncs every write batch before the write returns;
 // without it, writes survive a process crash but the last ones may be lost on power loss
-// until `mnem_flush`. `{"cache_bytes": N}` (default 67108864 = 64 MiB, at least 1048576)
+// until `mnem_flush`. `{"cache_bytes": N}` (default 268435456 = 256 MiB, at least 1048576)
 // bounds what mnem caches in memory: index blocks and loaded vector graphs (`mnem_stats`).
 //
 // On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
