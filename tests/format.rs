@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 /// The FORMAT_VERSION that the goldens below describe.
-const GOLDEN_FORMAT_VERSION: u32 = 1;
+const GOLDEN_FORMAT_VERSION: u32 = 2;
 
 const BUMP: &str = "the on-disk format changed. Stored bytes may change only together with FORMAT_VERSION \
 (src/store.rs): bump it, describe the new format in docs/FORMAT.md, and update GOLDEN_FORMAT_VERSION and \
@@ -336,7 +336,8 @@ fn tempdir(tag: &str) -> PathBuf {
 
 /// Every `(key, value)` of a column family, in key order, read with RocksDB directly.
 fn raw_cf(dir: &Path, cf: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let db = DB::open_cf_for_read_only(&Options::default(), dir, COLUMN_FAMILIES, false).expect("raw open");
+    let cfs = DB::list_cf(&Options::default(), dir).expect("list column families");
+    let db = DB::open_cf_for_read_only(&Options::default(), dir, &cfs, false).expect("raw open");
     let handle = db.cf_handle(cf).expect("column family");
     db.iterator_cf(handle, IteratorMode::Start)
         .map(|kv| {
@@ -377,14 +378,14 @@ fn a_live_store_holds_exactly_the_documented_keys_and_values() {
     let p = ns.prefix();
     let mut cfs = DB::list_cf(&Options::default(), &dir).unwrap();
     cfs.sort();
-    assert_eq!(cfs, ["adk", "default", "episodes", "meta"], "column families: {BUMP}");
+    assert_eq!(cfs, ["adk", "default", "episodes", "index", "meta"], "column families: {BUMP}");
     assert!(raw_cf(&dir, "default").is_empty());
 
     let mut dim_key = b"dim:".to_vec();
     dim_key.extend_from_slice(&p);
     let meta = raw_cf(&dir, "meta");
     let want_meta =
-        vec![(dim_key, 3u32.to_le_bytes().to_vec()), (b"format_version".to_vec(), 1u32.to_le_bytes().to_vec())];
+        vec![(dim_key, 3u32.to_le_bytes().to_vec()), (b"format_version".to_vec(), 2u32.to_le_bytes().to_vec())];
     assert_eq!(meta, want_meta, "meta column family: {BUMP}");
 
     // The episodes, in UUID order within the namespace; event UUIDs are fresh v7s, so find
@@ -450,7 +451,119 @@ fn a_live_store_holds_exactly_the_documented_keys_and_values() {
         (key(adk_tag::TOMBSTONE, b"e1"), Vec::new()),
     ];
     assert_eq!(adk, want_adk, "adk column family: {BUMP}");
+    check_index_cf(&dir, &p, e2.id, note_id);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn lp(b: &[u8]) -> Vec<u8> {
+    let mut v = (b.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(b);
+    v
+}
+
+fn lp_le(b: &[u8]) -> Vec<u8> {
+    let mut v = (b.len() as u32).to_le_bytes().to_vec();
+    v.extend_from_slice(b);
+    v
+}
+
+/// The `index` column family of the live store above: e2 ("the blue heron", an ADK event at
+/// bucket 0, sequence 1) and the note ("vector note", type note, tag t, an expiry, a vector).
+fn check_index_cf(dir: &Path, p: &[u8], e2: Uuid, note: Uuid) {
+    let index = raw_cf(dir, "index");
+    let key = |tag: u8, rest: &[u8]| keys::index_key(p, tag, rest);
+    let cat = |parts: &[&[u8]]| parts.concat();
+    const EXPIRY: i64 = 4_102_444_800_000;
+
+    // BM25: tags 10-13.
+    let e2_doc = cat(&[
+        &3u64.to_le_bytes(),
+        &[0],
+        &lp_le(b"event"),
+        &0u32.to_le_bytes(),
+        &3u32.to_le_bytes(),
+        &lp_le(b"blue"),
+        &1u32.to_le_bytes(),
+        &lp_le(b"heron"),
+        &1u32.to_le_bytes(),
+        &lp_le(b"the"),
+        &1u32.to_le_bytes(),
+    ]);
+    let note_doc = cat(&[
+        &2u64.to_le_bytes(),
+        &[1],
+        &EXPIRY.to_le_bytes(),
+        &lp_le(b"note"),
+        &1u32.to_le_bytes(),
+        &lp_le(b"t"),
+        &2u32.to_le_bytes(),
+        &lp_le(b"note"),
+        &1u32.to_le_bytes(),
+        &lp_le(b"vector"),
+        &1u32.to_le_bytes(),
+    ]);
+    let posting = |term: &[u8], id: Uuid| key(0x11, &cat(&[&lp(term), id.as_bytes()]));
+    let e2_post = cat(&[&1u32.to_le_bytes(), &3u64.to_le_bytes()]);
+    let note_post = cat(&[&1u32.to_le_bytes(), &2u64.to_le_bytes(), &EXPIRY.to_le_bytes()]);
+    let counter = |docs: u64, len: u64| cat(&[&docs.to_le_bytes(), &len.to_le_bytes()]);
+    let mut want_bm25 = vec![
+        (key(0x10, e2.as_bytes()), e2_doc),
+        (key(0x10, note.as_bytes()), note_doc),
+        (posting(b"blue", e2), e2_post.clone()),
+        (posting(b"heron", e2), e2_post.clone()),
+        (posting(b"note", note), note_post.clone()),
+        (posting(b"the", e2), e2_post),
+        (posting(b"vector", note), note_post),
+        (key(0x12, &[0]), counter(2, 5)),
+        (key(0x12, &cat(&[&[1], &lp(b"event")])), counter(1, 3)),
+        (key(0x12, &cat(&[&[1], &lp(b"note")])), counter(1, 2)),
+        (key(0x12, &cat(&[&[2], &lp(b"t")])), counter(1, 2)),
+        (key(0x12, &cat(&[&[3], &lp(b"note"), &lp(b"t")])), counter(1, 2)),
+        (
+            key(0x13, &cat(&[&((EXPIRY as u64) ^ (1 << 63)).to_be_bytes(), note.as_bytes()])),
+            cat(&[&2u64.to_le_bytes(), &lp_le(b"note"), &1u32.to_le_bytes(), &lp_le(b"t")]),
+        ),
+    ];
+    want_bm25.sort();
+    let in_range = |lo: u8, hi: u8| -> Vec<(Vec<u8>, Vec<u8>)> {
+        index.iter().filter(|(k, _)| (lo..=hi).contains(&k[p.len()])).cloned().collect()
+    };
+    assert_eq!(in_range(0x10, 0x1f), want_bm25, "index column family, BM25 keys: {BUMP}");
+
+    // ADK search index: tags 20-25, keys only (values: docs/FORMAT.md). The note is not an
+    // ADK memory, so only e2 is there; its text is ASCII, so it has no char postings.
+    let place = keys::order_suffix(0, 1);
+    let mut want_adk: Vec<Vec<u8>> =
+        vec![key(0x20, &place), key(0x21, e2.as_bytes()), key(0x25, &cat(&[&lp(b"e2"), &place]))];
+    for w in mnem::adk::tokenizer::searchable_words("the blue heron") {
+        want_adk.push(key(0x22, &cat(&[&lp(w.as_bytes()), &place])));
+    }
+    want_adk.sort();
+    let got_adk: Vec<Vec<u8>> = in_range(0x20, 0x2f).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(got_adk, want_adk, "index column family, ADK keys: {BUMP}");
+
+    // HNSW graph: tags 30-33; the note's vector is node 0.
+    let graph = in_range(0x30, 0x3f);
+    let got: Vec<&[u8]> = graph.iter().map(|(k, _)| &k[p.len()..]).collect();
+    let want: Vec<Vec<u8>> = vec![
+        vec![0x30],
+        cat(&[&[0x31], &0u32.to_be_bytes()]),
+        cat(&[&[0x32], &0u32.to_be_bytes()]),
+        cat(&[&[0x33], note.as_bytes()]),
+    ];
+    assert_eq!(got, want.iter().map(Vec::as_slice).collect::<Vec<_>>(), "index column family, graph keys: {BUMP}");
+    let header = &graph[0].1;
+    assert_eq!(header.len(), 26, "graph header");
+    assert_eq!(header[0], 1, "graph layout version");
+    assert_eq!(
+        &header[1..17],
+        cat(&[&3u32.to_le_bytes(), &1u32.to_le_bytes(), &1u32.to_le_bytes(), &0u32.to_le_bytes()])
+    );
+    let norm = (1.0f64 + 0.25).sqrt();
+    let unit: Vec<u8> = [1.0f64, 0.0, 0.5].iter().flat_map(|x| ((x / norm) as f32).to_le_bytes()).collect();
+    assert_eq!(graph[1].1, unit, "a node's vector is the unit vector, f32le");
+    assert_eq!(graph[3].1, 0u32.to_be_bytes(), "the episode's node");
+    assert_eq!(index.len(), want_bm25.len() + want_adk.len() + 4, "nothing else in the index column family: {BUMP}");
 }
 
 // ---- the committed v1 store ----------------------------------------------------------------
@@ -650,6 +763,21 @@ fn the_format_v1_fixture_opens_and_reads_the_same() {
     // Opening may write (the lock file, RocksDB's logs), so work on a copy.
     let dir = tempdir("fixture");
     copy_dir(&fixture_dir(), &dir, |_| true);
+    // A format-1 store has no indexes: a read-only open cannot build them and says so; the
+    // first read-write open builds them, once, and records format 2.
+    let e = Mnem::open(dir.to_str().unwrap(), READ_ONLY).err().expect("a read-only open of format 1 fails");
+    assert_eq!(e.status, mnem::Status::Incompatible);
+    assert!(e.message.contains("format 1") && e.message.contains("read-write"), "{}", e.message);
+    {
+        let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+        let s = m.stats();
+        assert_eq!((s.opened_format, s.indexes_built), (1, 2), "both namespaces indexed at the upgrade");
+    }
+    let meta = raw_cf(&dir, "meta");
+    assert!(meta.contains(&(b"format_version".to_vec(), 2u32.to_le_bytes().to_vec())), "upgraded to format 2");
+    let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+    assert_eq!((m.stats().opened_format, m.stats().indexes_built), (2, 0), "the upgrade happens once");
+    drop(m);
     let got = read_fixture(&dir);
     if std::env::var_os("MNEM_UPDATE_FIXTURES").is_some_and(|v| v == "expected") {
         std::fs::write(expected_path(), got.join("\n") + "\n").unwrap();
@@ -668,7 +796,7 @@ fn the_format_v1_fixture_opens_and_reads_the_same() {
     }
     assert_eq!(got.len(), want.len(), "tests/fixtures/format-v1.expected: a different number of facts");
 
-    // A read-write open keeps the store's format and its rules: tombstoned ADK ids stay
+    // The upgraded store keeps the rules of its records: tombstoned ADK ids stay
     // blocked, deleted episode ids stay unusable, the namespace's vector dimension holds.
     let [ns, _] = fixture_namespaces();
     {
@@ -684,7 +812,5 @@ fn the_format_v1_fixture_opens_and_reads_the_same() {
         m.put_episodes(&ns, vec![update]).unwrap();
         assert_eq!(m.get_episode(&ns, &fixture_id(3)).unwrap().unwrap().revision, 4);
     }
-    let meta = raw_cf(&dir, "meta");
-    assert!(meta.contains(&(b"format_version".to_vec(), 1u32.to_le_bytes().to_vec())), "the format record stays 1");
     std::fs::remove_dir_all(&dir).unwrap();
 }
