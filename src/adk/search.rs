@@ -18,15 +18,16 @@ use rocksdb::{DBRawIteratorWithThreadMode, Snapshot, DB};
 /// `next`s, and skips are often short).
 const STEPS_BEFORE_SEEK: usize = 8;
 
-/// The unexpired postings of one key prefix, in place order.
+/// The unexpired postings of one key prefix, in place order (or, without `now`, every key
+/// of the prefix).
 struct Cursor<'s> {
     it: DBRawIteratorWithThreadMode<'s, DB>,
     prefix: Vec<u8>,
-    now: i64,
+    now: Option<i64>,
 }
 
 impl<'s> Cursor<'s> {
-    fn open(store: &'s Store, snap: &'s Snapshot<'s>, prefix: Vec<u8>, now: i64) -> Result<Cursor<'s>> {
+    fn open(store: &'s Store, snap: &'s Snapshot<'s>, prefix: Vec<u8>, now: Option<i64>) -> Result<Cursor<'s>> {
         let it = store.prefix_iter(snap, CF_INDEX, &prefix, &prefix);
         let mut c = Cursor { it, prefix, now };
         c.skip_expired()?;
@@ -38,8 +39,9 @@ impl<'s> Cursor<'s> {
     }
 
     fn skip_expired(&mut self) -> Result<()> {
+        let Some(now) = self.now else { return Ok(self.it.status()?) };
         while let Some(v) = self.it.value() {
-            if !index::posting_expired(v, self.now)? {
+            if !index::posting_expired(v, now)? {
                 return Ok(());
             }
             self.it.next();
@@ -80,9 +82,9 @@ enum Stream<'s> {
 }
 
 struct NonAscii<'s> {
-    store: &'s Store,
-    snap: &'s Snapshot<'s>,
-    ns_prefix: &'s [u8],
+    /// The texts of the places holding every char, visited in place order like the
+    /// postings: a cursor reaches them more cheaply than point lookups.
+    haystacks: Cursor<'s>,
     token: String,
     word: Cursor<'s>,
     /// One cursor per distinct non-ASCII char of the token.
@@ -94,7 +96,7 @@ struct NonAscii<'s> {
 
 impl<'s> Stream<'s> {
     fn open(store: &'s Store, snap: &'s Snapshot<'s>, ns_prefix: &'s [u8], token: &str, now: i64) -> Result<Self> {
-        let word = Cursor::open(store, snap, index::word_prefix(ns_prefix, token), now)?;
+        let word = Cursor::open(store, snap, index::word_prefix(ns_prefix, token), Some(now))?;
         if token.is_ascii() {
             return Ok(Stream::Word(word));
         }
@@ -103,12 +105,10 @@ impl<'s> Stream<'s> {
         distinct.dedup();
         let chars = distinct
             .iter()
-            .map(|&c| Cursor::open(store, snap, index::char_prefix(ns_prefix, c), now))
+            .map(|&c| Cursor::open(store, snap, index::char_prefix(ns_prefix, c), Some(now)))
             .collect::<Result<_>>()?;
         let mut s = NonAscii {
-            store,
-            snap,
-            ns_prefix,
+            haystacks: Cursor::open(store, snap, index::haystack_key(ns_prefix, &[]), None)?,
             token: token.to_string(),
             word,
             chars,
@@ -142,37 +142,35 @@ impl<'s> Stream<'s> {
 }
 
 impl NonAscii<'_> {
-    /// Bring the char cursors to their next common place (leapfrog), if any.
+    /// Bring the char cursors to their next common place, if any: leapfrog, led by the
+    /// cursor that last jumped past the others (moved to the front: the sparser lists
+    /// end up leading, so dense ones are only sought to their places).
     fn align_chars(&mut self) -> Result<Option<Vec<u8>>> {
-        loop {
-            let mut max: Option<&[u8]> = None;
-            for c in &self.chars {
-                match c.place() {
+        'round: loop {
+            let Some(lead) = self.chars[0].place() else { return Ok(None) };
+            let target = lead.to_vec();
+            for i in 1..self.chars.len() {
+                self.chars[i].seek(&target)?;
+                match self.chars[i].place() {
                     None => return Ok(None),
-                    Some(p) => max = Some(max.map_or(p, |m| m.max(p))),
+                    Some(p) if p == &target[..] => {}
+                    Some(_) => {
+                        self.chars.swap(0, i);
+                        continue 'round;
+                    }
                 }
             }
-            let target = max.expect("a non-ASCII token has a non-ASCII char").to_vec();
-            let mut aligned = true;
-            for c in &mut self.chars {
-                if c.place() != Some(&target[..]) {
-                    c.seek(&target)?;
-                    aligned = false;
-                }
-            }
-            if aligned {
-                return Ok(Some(target));
-            }
+            return Ok(Some(target));
         }
     }
 
-    fn contains_token(&self, place: &[u8]) -> Result<bool> {
-        let key = index::haystack_key(self.ns_prefix, place);
-        let hay = self
-            .store
-            .get_cf(self.snap, CF_INDEX, &key)?
-            .ok_or_else(|| Error::corruption("an ADK index char posting has no text"))?;
-        Ok(memchr::memmem::find(&hay, self.token.as_bytes()).is_some())
+    fn contains_token(&mut self, place: &[u8]) -> Result<bool> {
+        self.haystacks.seek(place)?;
+        if self.haystacks.place() != Some(place) {
+            return Err(Error::corruption("an ADK index char posting has no text"));
+        }
+        let hay = self.haystacks.it.value().expect("positioned on a key");
+        Ok(memchr::memmem::find(hay, self.token.as_bytes()).is_some())
     }
 
     /// Set `current` to the smaller of the word cursor's place and the next char place whose
