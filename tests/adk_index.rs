@@ -8,7 +8,7 @@ use mnem::{EpisodeInput, Mnem, Namespace, OpenOptions};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-const ATOMS: [&str; 32] = [
+const ATOMS: [&str; 33] = [
     "tea",
     "Tea",
     "東京",
@@ -42,6 +42,8 @@ const ATOMS: [&str; 32] = [
     // Every char of a token, not the token: no substring match.
     "京東",
     "トスmテ",
+    // Non-ASCII chars no query token holds.
+    "it’s…😀",
 ];
 
 const SESSIONS: usize = 5;

@@ -255,6 +255,13 @@ impl Doc {
     }
 }
 
+/// Can `c` be a char of a query token (a lowercased `\w` run)? Lowercasing a word char
+/// yields word chars, except U+0130's combining dot above. Chars no token holds (punctuation,
+/// symbols, emoji) need no postings.
+pub(crate) fn may_be_in_a_token(c: char) -> bool {
+    tokenizer::is_word(c) || c == '\u{307}'
+}
+
 /// The text ADK searches in an episode: the text parts of its content. Content that is not
 /// an ADK `Content` (a caller's own `memory` episode) has none.
 fn indexed_text(e: &Episode) -> String {
@@ -351,7 +358,7 @@ fn add(ops: &mut Ops, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Place) 
     let words = tokenizer::searchable_words(&text);
     // ADK skips events without a searchable word, whatever their substrings.
     let haystack = if words.is_empty() { String::new() } else { tokenizer::haystack(&text) };
-    let mut chars: Vec<char> = haystack.chars().filter(|c| !c.is_ascii()).collect();
+    let mut chars: Vec<char> = haystack.chars().filter(|&c| !c.is_ascii() && may_be_in_a_token(c)).collect();
     chars.sort_unstable();
     chars.dedup();
     let entry =
@@ -442,6 +449,16 @@ mod tests {
         }
         assert!(Place::decode(&[0xFF; 12]).is_err());
         assert!(Place::decode(&[0; 20]).is_err());
+    }
+
+    #[test]
+    fn every_char_of_a_lowercased_word_char_may_be_in_a_token() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32).filter(|&c| tokenizer::is_word(c)) {
+            for l in tokenizer::lower(c.encode_utf8(&mut [0; 4])).chars() {
+                assert!(may_be_in_a_token(l), "{c:?} lowercases to {l:?}");
+            }
+        }
+        assert!(!may_be_in_a_token('’') && !may_be_in_a_token('…') && !may_be_in_a_token('😀'));
     }
 
     #[test]
