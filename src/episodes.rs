@@ -1,7 +1,7 @@
 //! Writing episodes: parsing `mnem_put_episodes` lines, revisions, expiry and tombstones.
 
-use crate::adk::index::Placement;
 use crate::adk::{memory_id, MEMORY_TYPE};
+use crate::derived::Placement;
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, Namespace};
@@ -361,7 +361,7 @@ pub fn parse_id_lines(jsonl: &str) -> Result<Vec<Uuid>> {
         .collect()
 }
 
-impl crate::mnem::Mnem {
+impl crate::engine::Engine {
     /// `mnem_put_episodes`: create or update every episode of the batch atomically; returns
     /// the ids in input order.
     pub fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {

@@ -1,11 +1,11 @@
 //! Hybrid retrieval: BM25 and HNSW candidates fused by weighted reciprocal rank fusion
 //! (Cormack, Clarke and Buettcher), rank constant 60, ranks from 1, ties by UUID.
 
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::Namespace;
 use crate::lexical::{Filter, KeywordQuery, MAX_SEARCH_LIMIT};
-use crate::mnem::Mnem;
 use crate::record::{Episode, ScanView};
 use crate::store::now_ms;
 use std::collections::HashMap;
@@ -120,7 +120,7 @@ pub fn fuse(lexical: &[Uuid], semantic: &[Uuid], w_lex: f64, w_sem: f64) -> Vec<
     out
 }
 
-impl Mnem {
+impl Engine {
     /// Hybrid search with the query vector (if any) in `q.vector`.
     pub fn hybrid_search(&self, ns: &Namespace, q: &HybridQuery) -> Result<Vec<HybridSearchResult>> {
         q.validate()?;
@@ -131,7 +131,7 @@ impl Mnem {
         // One snapshot and one visibility time for both channels and the records.
         let now = now_ms();
         let vectors = match &q.vector {
-            Some(_) if q.semantic_weight > 0.0 => self.vector_read(ns)?,
+            Some(_) if q.semantic_weight > 0.0 => self.vectors.read(&self.store, &self.write_lock, ns)?,
             _ => None,
         };
         if let (Some(ix), Some(v)) = (&vectors, &q.vector) {

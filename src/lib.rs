@@ -14,6 +14,8 @@
 
 pub mod adk;
 pub mod cache;
+mod derived;
+mod engine;
 pub mod episodes;
 pub mod error;
 #[allow(unsafe_code)]

@@ -1,90 +1,46 @@
-//! `Mnem`: an open store, the write lock, and the one path by which a write batch reaches
-//! the store together with the changes of every derived index.
-//!
-//! Derived indexes (`lexical::index` for BM25, `adk::index` for `mnem_search`, `vector` for
-//! the HNSW graph) each provide a `stage` step: given the episodes a batch changes (their
-//! previous state is read from the index's own keys in the writer's snapshot), add the
-//! index's key changes to the batch. `Mnem::commit` stages them all and writes the batch,
-//! so records and indexes change atomically and a search reads both from one snapshot.
+//! `Mnem`: the public API, one method per operation, each delegating to the module that
+//! does it (`adk`, `episodes`, `lexical`, `hybrid`) through the `engine`.
 
-use crate::adk::index::Placement;
-use crate::cache::{Cache, CacheStats};
-use crate::episodes::Pending;
+use crate::engine::Engine;
+pub use crate::engine::Stats;
 use crate::error::Result;
+use crate::hybrid::{EmbeddingProvider, HybridQuery, HybridSearchResult};
+use crate::keys::Namespace;
+use crate::lexical::{KeywordQuery, KeywordSearchResult, LexicalPage, LexicalQuery};
 use crate::record::Episode;
-use crate::store::{now_ms, OpenOptions, Store};
-use crate::vector::VectorCache;
-use parking_lot::Mutex;
-use rocksdb::{Snapshot, WriteBatch};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::store::{OpenOptions, Store, FORMAT_VERSION};
+use crate::EpisodeInput;
+use uuid::Uuid;
 
 /// The whole library behind one handle. Every method is safe to call from many threads.
 pub struct Mnem {
-    pub(crate) store: Store,
-    /// Serializes writers: each write reads, decides and commits one batch without another
-    /// writer in between (revisions, dedup, bucket order and index counters depend on it).
-    pub(crate) write_lock: Mutex<()>,
-    pub(crate) vectors: VectorCache,
-    /// Loaded vector graphs, across namespaces, within the cache budget.
-    pub(crate) cache: Cache,
-    /// Namespaces whose indexes were built from their records (an older store's upgrade).
-    indexes_built: AtomicU64,
-}
-
-/// What one staging step sees: the writer's snapshot (taken under the write lock) and the
-/// namespace.
-pub(crate) struct IndexWrite<'a> {
-    pub store: &'a Store,
-    pub snap: &'a Snapshot<'a>,
-    pub prefix: &'a [u8],
-    pub now: i64,
-}
-
-/// The store's statistics (`mnem_stats`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stats {
-    /// Loaded vector graphs (`entries`: graphs held).
-    pub cache: CacheStats,
-    /// RocksDB's block cache (index postings and records read from disk).
-    pub block_cache: CacheStats,
-    /// The format the store had when opened; lower than `FORMAT_VERSION` when this open
-    /// upgraded it.
-    pub opened_format: u32,
-    /// Namespaces whose indexes this open built from their records.
-    pub indexes_built: u64,
+    engine: Engine,
 }
 
 impl Mnem {
     /// Open (or create) a store; `path` is a directory or `:memory:`. A store of an older
     /// format gets its indexes built here, once (`Stats::indexes_built` says how many).
     pub fn open(path: &str, opts: OpenOptions) -> Result<Mnem> {
-        let mnem = Mnem {
-            store: Store::open(path, opts)?,
-            write_lock: Mutex::new(()),
-            vectors: VectorCache::default(),
-            cache: Cache::new(opts.cache_bytes - opts.block_cache_bytes()),
-            indexes_built: AtomicU64::new(0),
-        };
-        if mnem.store.opened_format() < crate::store::FORMAT_VERSION {
-            let n = crate::upgrade::build_indexes(&mnem)?;
-            mnem.indexes_built.store(n, Ordering::Relaxed);
-        }
-        Ok(mnem)
+        Ok(Mnem { engine: Engine::open(path, opts)? })
     }
 
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.engine.store
     }
 
     /// Make every acknowledged write durable.
     pub fn flush(&self) -> Result<()> {
-        self.store.flush()
+        self.engine.store.flush()
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.engine.stats()
     }
 
     /// The statistics as the JSON object `mnem_stats` writes.
     pub fn stats_json(&self) -> Vec<u8> {
         let s = self.stats();
-        let cache = |c: &CacheStats| {
+        let cache = |c: &crate::cache::CacheStats| {
             let total = c.hits + c.misses;
             let rate = if total == 0 { 0.0 } else { c.hits as f64 / total as f64 };
             format!(
@@ -93,8 +49,7 @@ impl Mnem {
             )
         };
         format!(
-            "{{\"format\":{},\"opened_format\":{},\"indexes_built\":{},\"cache_bytes\":{},\"graph_cache\":{},\"block_cache\":{}}}",
-            crate::store::FORMAT_VERSION,
+            "{{\"format\":{FORMAT_VERSION},\"opened_format\":{},\"indexes_built\":{},\"cache_bytes\":{},\"graph_cache\":{},\"block_cache\":{}}}",
             s.opened_format,
             s.indexes_built,
             s.cache.budget_bytes + s.block_cache.budget_bytes,
@@ -104,38 +59,118 @@ impl Mnem {
         .into_bytes()
     }
 
-    pub fn stats(&self) -> Stats {
-        let (used, budget, hits, misses) = self.store.block_cache_usage();
-        Stats {
-            cache: self.cache.stats(),
-            block_cache: CacheStats { budget_bytes: budget, used_bytes: used, entries: 0, hits, misses, evictions: 0 },
-            opened_format: self.store.opened_format(),
-            indexes_built: self.indexes_built.load(Ordering::Relaxed),
-        }
+    // ---- the ADK memory seam (`adk`) ----
+
+    /// `add_session_to_memory`: replace the bucket of `session_id` with the session's events
+    /// (those with content and parts, not tombstoned); the bucket keeps its position.
+    /// Returns the number of events the bucket now holds.
+    pub fn add_session(&self, ns: &Namespace, session_id: &str, events_jsonl: &str) -> Result<u64> {
+        self.engine.add_session(ns, session_id, events_jsonl)
     }
 
-    /// Commit the episodes `pending` staged (plus whatever the caller put in `batch`) with
-    /// the matching changes of every derived index, atomically. Call with `write_lock` held.
-    pub(crate) fn commit(&self, pending: &Pending<'_>, mut batch: WriteBatch, placement: &Placement) -> Result<()> {
-        pending.write_into(&mut batch);
-        let staged: Vec<&Episode> = pending.staged().collect();
-        let ctx = IndexWrite { store: &self.store, snap: pending.snapshot(), prefix: pending.prefix(), now: now_ms() };
-        self.commit_staged(&ctx, &staged, batch, placement)
-    }
-
-    /// `commit` for episodes already in `batch`.
-    pub(crate) fn commit_staged(
+    /// `add_events_to_memory`: append the events whose ids are neither in the bucket nor
+    /// earlier in the batch nor tombstoned (first write wins). Returns how many were added.
+    pub fn add_events(
         &self,
-        ctx: &IndexWrite<'_>,
-        staged: &[&Episode],
-        mut batch: WriteBatch,
-        placement: &Placement,
-    ) -> Result<()> {
-        crate::lexical::index::stage(ctx, staged, &mut batch)?;
-        crate::adk::index::stage(ctx, staged, placement, &mut batch)?;
-        let vectors = self.stage_vectors(ctx, staged, &mut batch)?;
-        self.store.write(batch)?;
-        vectors.publish();
-        Ok(())
+        ns: &Namespace,
+        session_id: &str,
+        events_jsonl: &str,
+        custom_metadata: &str,
+    ) -> Result<u64> {
+        self.engine.add_events(ns, session_id, events_jsonl, custom_metadata)
+    }
+
+    /// `delete_memory`: remove every event (and ADK memory) reported as `memory_id` from
+    /// every bucket of the namespace and tombstone the id for good. An empty id is a no-op;
+    /// an id that removes nothing records no tombstone. Returns how many were removed.
+    pub fn delete_memory(&self, ns: &Namespace, memory_id: &str) -> Result<u64> {
+        self.engine.delete_memory(ns, memory_id)
+    }
+
+    /// The ids of the events stored in a session's bucket, in order, or None when the
+    /// namespace has no such bucket (ADK's `_session_events[user][session_id]`).
+    pub fn session_event_ids(&self, ns: &Namespace, session_id: &str) -> Result<Option<Vec<String>>> {
+        self.engine.session_event_ids(ns, session_id)
+    }
+
+    /// `search_memory`: ADK's `SearchMemoryResponse` as JSON, ranked like google-adk's
+    /// `InMemoryMemoryService`. The index and the records are read from one snapshot.
+    pub fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
+        self.engine.search(ns, query)
+    }
+
+    // ---- episodes (`episodes`) ----
+
+    /// `mnem_put_episodes`: create or update every episode of the batch atomically; returns
+    /// the ids in input order.
+    pub fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+        self.engine.put_episodes(ns, inputs)
+    }
+
+    /// `mnem_delete_episodes`: tombstone the episodes; unknown and already deleted ids are
+    /// skipped. Returns how many were deleted.
+    pub fn delete_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<u64> {
+        self.engine.delete_episodes(ns, ids)
+    }
+
+    /// The visible episode `id`, if any.
+    pub fn get_episode(&self, ns: &Namespace, id: &Uuid) -> Result<Option<Episode>> {
+        self.engine.get_episode(ns, id)
+    }
+
+    // ---- lexical retrieval (`lexical`) ----
+
+    /// `search_memory_lexical` (`mnem_lexical_page`): one bounded BM25 page over one
+    /// snapshot, a UUID-ordered scan that reports its corpus statistics.
+    pub fn search_memory_lexical(&self, ns: &Namespace, q: &LexicalQuery) -> Result<LexicalPage> {
+        self.engine.search_memory_lexical(ns, q)
+    }
+
+    /// `keyword_search`: BM25 over every visible record of the namespace, from its index.
+    /// Text without terms (blank, punctuation) or a zero limit returns no results.
+    pub fn keyword_search(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<KeywordSearchResult>> {
+        self.engine.keyword_search_at(ns, q, crate::store::now_ms())
+    }
+
+    /// `keyword_search` at a given visibility time (tests compare it with the scan).
+    #[doc(hidden)]
+    pub fn keyword_search_at(&self, ns: &Namespace, q: &KeywordQuery, now: i64) -> Result<Vec<KeywordSearchResult>> {
+        self.engine.keyword_search_at(ns, q, now)
+    }
+
+    /// `keyword_search` answered by scanning every record instead of the index: the oracle
+    /// the index is tested against. Not for production use: its cost grows with the namespace.
+    #[doc(hidden)]
+    pub fn keyword_search_by_scan(
+        &self,
+        ns: &Namespace,
+        q: &KeywordQuery,
+        now: i64,
+    ) -> Result<Vec<KeywordSearchResult>> {
+        self.engine.keyword_search_by_scan(ns, q, now)
+    }
+
+    /// Substring search (`mnem_substring_search`): visible records whose primary, secondary
+    /// or context text contains `text` (both lowercased), in UUID order, at most `limit`.
+    pub fn search_episodes(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Episode>> {
+        self.engine.search_episodes(ns, q)
+    }
+
+    // ---- hybrid retrieval (`hybrid`) ----
+
+    /// Hybrid search with the query vector (if any) in `q.vector`.
+    pub fn hybrid_search(&self, ns: &Namespace, q: &HybridQuery) -> Result<Vec<HybridSearchResult>> {
+        self.engine.hybrid_search(ns, q)
+    }
+
+    /// Hybrid search that asks `provider` for the query vector, only when it is needed: never
+    /// for a zero limit, blank text or a zero semantic weight.
+    pub fn hybrid_search_with(
+        &self,
+        ns: &Namespace,
+        q: &HybridQuery,
+        provider: &dyn EmbeddingProvider,
+    ) -> Result<Vec<HybridSearchResult>> {
+        self.engine.hybrid_search_with(ns, q, provider)
     }
 }

@@ -1,11 +1,11 @@
 //! Building the derived indexes of a store written before they were persisted (format 1):
 //! once, at its first read-write open, through the same staging steps as every write.
 
-use crate::adk::index::Placement;
 use crate::adk::memory_id;
+use crate::derived::{IndexWrite, Placement};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, adk_tag};
-use crate::mnem::{IndexWrite, Mnem};
 use crate::record::Episode;
 use crate::store::{now_ms, CF_ADK, CF_EPISODES, CF_INDEX};
 use rocksdb::{Snapshot, WriteBatch};
@@ -18,7 +18,7 @@ const CHUNK: usize = 1000;
 /// Build every namespace's indexes from its records, then record the current format.
 /// Returns the number of namespaces indexed. A crash part-way leaves the old format record,
 /// so the next open starts over (the partial index is cleared first).
-pub(crate) fn build_indexes(m: &Mnem) -> Result<u64> {
+pub(crate) fn build_indexes(m: &Engine) -> Result<u64> {
     m.store.clear_cf(CF_INDEX)?;
     let records = m.store.snapshot();
     let mut it = m.store.prefix_iter(&records, CF_EPISODES, &[], &[]);
@@ -57,7 +57,7 @@ pub(crate) fn build_indexes(m: &Mnem) -> Result<u64> {
     Ok(namespaces)
 }
 
-fn index_chunk(m: &Mnem, prefix: &[u8], chunk: &mut Vec<Episode>, placement: &Placement) -> Result<()> {
+fn index_chunk(m: &Engine, prefix: &[u8], chunk: &mut Vec<Episode>, placement: &Placement) -> Result<()> {
     if chunk.is_empty() {
         return Ok(());
     }
@@ -72,7 +72,7 @@ fn index_chunk(m: &Mnem, prefix: &[u8], chunk: &mut Vec<Episode>, placement: &Pl
 
 /// Where a namespace's ADK events sit (its order entries), and which episodes the ADK
 /// index leaves out (those whose memory id `delete_memory` tombstoned).
-fn placement(m: &Mnem, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Placement> {
+fn placement(m: &Engine, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Placement> {
     let mut p = Placement::default();
     let order = keys::adk_key(prefix, adk_tag::ORDER, &[]);
     let mut it = m.store.prefix_iter(snap, CF_ADK, &order, &order);

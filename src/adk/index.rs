@@ -1,5 +1,5 @@
 //! The persisted search index of `mnem_search`, in the `index` column family, changed in the
-//! same write batch as the records (`crate::mnem`), read from the searcher's snapshot.
+//! same write batch as the records (`crate::derived`), read from the searcher's snapshot.
 //!
 //! ADK's reference re-tokenizes every event at every query. Here each event is tokenized
 //! once, when written, and a query reads only the postings of its own tokens
@@ -22,13 +22,12 @@
 //! Only searchable entries (at least one searchable word, as ADK requires) have postings.
 
 use super::{event, memory_id, tokenizer, MEMORY_TYPE};
+use crate::derived::{DerivedIndex, IndexWrite};
 use crate::error::{Error, Result};
 use crate::keys::index_tag;
-use crate::mnem::IndexWrite;
 use crate::record::Episode;
 use crate::store::{Store, CF_INDEX};
 use rocksdb::{ColumnFamily, Snapshot, WriteBatch};
-use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 pub(crate) const ENTRY: u8 = index_tag::ADK_FIRST;
@@ -44,15 +43,7 @@ pub const MAX_RESULTS: usize = 10;
 /// Bucket position of `memory` episodes: after every session bucket.
 pub const MEMORY_BUCKET: u32 = u32::MAX;
 
-/// Where the episodes of a write sit in ADK's tie order, as the writer decided.
-#[derive(Debug, Default)]
-pub(crate) struct Placement {
-    /// `(bucket position, sequence)` of the events the ADK write path appended.
-    pub places: HashMap<Uuid, (u32, u64)>,
-    /// Episodes never indexed for `mnem_search` (an older store's episodes whose memory id
-    /// was tombstoned).
-    pub excluded: HashSet<Uuid>,
-}
+pub(crate) use crate::derived::Placement;
 
 /// A position in ADK's tie order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -420,6 +411,23 @@ pub(crate) fn memory_id_entries(
     }
     it.status()?;
     Ok(out)
+}
+
+/// The `mnem_search` index among the derived indexes: nothing is held in memory.
+pub(crate) struct AdkSearchIndex;
+
+impl DerivedIndex for AdkSearchIndex {
+    type Staged<'a> = ();
+
+    fn stage(
+        &self,
+        ctx: &IndexWrite<'_>,
+        staged: &[&Episode],
+        placement: &Placement,
+        batch: &mut WriteBatch,
+    ) -> Result<()> {
+        stage(ctx, staged, placement, batch)
+    }
 }
 
 #[cfg(test)]

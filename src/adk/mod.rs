@@ -15,11 +15,11 @@ pub mod tables;
 pub mod timestamp;
 pub mod tokenizer;
 
+use crate::engine::Engine;
 use crate::episodes::{self, EpisodeInput, Expiry, Pending};
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, adk_tag, Namespace};
-use crate::mnem::Mnem;
 use crate::record::RecordView;
 use crate::store::{now_ms, CF_ADK};
 use event::AdkEvent;
@@ -115,7 +115,7 @@ fn encode_bucket(b: Bucket) -> Vec<u8> {
 
 /// One ADK write in progress: episodes and `adk` keys staged into one batch.
 struct AdkWrite<'m> {
-    mnem: &'m Mnem,
+    engine: &'m Engine,
     pending: Pending<'m>,
     batch: WriteBatch,
     placement: index::Placement,
@@ -123,10 +123,10 @@ struct AdkWrite<'m> {
 }
 
 impl<'m> AdkWrite<'m> {
-    fn new(mnem: &'m Mnem, ns: &Namespace) -> AdkWrite<'m> {
+    fn new(engine: &'m Engine, ns: &Namespace) -> AdkWrite<'m> {
         AdkWrite {
-            mnem,
-            pending: Pending::new(&mnem.store, ns),
+            engine,
+            pending: Pending::new(&engine.store, ns),
             batch: WriteBatch::default(),
             placement: index::Placement::default(),
             now: now_ms(),
@@ -135,22 +135,22 @@ impl<'m> AdkWrite<'m> {
 
     fn adk_get(&self, tag: u8, rest: &[u8]) -> Result<Option<Vec<u8>>> {
         let key = keys::adk_key(self.pending.prefix(), tag, rest);
-        self.mnem.store.get_cf(self.pending.snapshot(), CF_ADK, &key)
+        self.engine.store.get_cf(self.pending.snapshot(), CF_ADK, &key)
     }
 
     fn adk_put(&mut self, tag: u8, rest: &[u8], value: &[u8]) {
         let key = keys::adk_key(self.pending.prefix(), tag, rest);
-        self.batch.put_cf(self.mnem.store.cf(CF_ADK), key, value);
+        self.batch.put_cf(self.engine.store.cf(CF_ADK), key, value);
     }
 
     fn adk_delete(&mut self, tag: u8, rest: &[u8]) {
         let key = keys::adk_key(self.pending.prefix(), tag, rest);
-        self.batch.delete_cf(self.mnem.store.cf(CF_ADK), key);
+        self.batch.delete_cf(self.engine.store.cf(CF_ADK), key);
     }
 
     /// The index entries of a bucket before this write, in order.
     fn bucket_entries(&self, bucket: u32) -> Result<Vec<Entry>> {
-        index::bucket_entries(&self.mnem.store, self.pending.snapshot(), self.pending.prefix(), bucket)
+        index::bucket_entries(&self.engine.store, self.pending.snapshot(), self.pending.prefix(), bucket)
     }
 
     /// The bucket of `session_id`, created at the end of the namespace's order if new.
@@ -181,11 +181,11 @@ impl<'m> AdkWrite<'m> {
     }
 
     fn commit(self) -> Result<()> {
-        self.mnem.commit(&self.pending, self.batch, &self.placement)
+        self.engine.commit(&self.pending, self.batch, &self.placement)
     }
 }
 
-impl Mnem {
+impl Engine {
     /// `add_session_to_memory`: replace the bucket of `session_id` with the session's events
     /// (those with content and parts, not tombstoned); the bucket keeps its position.
     /// Returns the number of events the bucket now holds.

@@ -1,5 +1,5 @@
 //! The BM25 inverted index of a namespace, persisted in the `index` column family and changed
-//! in the same write batch as the records (`crate::mnem`).
+//! in the same write batch as the records (`crate::derived`).
 //!
 //! Keys after `namespace prefix + tag` (docs/FORMAT.md has the bytes):
 //! - `DOC uuid` -> what removing the document needs: its length, expiry, type, tags and
@@ -18,9 +18,9 @@
 use super::bm25;
 use super::tokenizer::for_each_token;
 use super::Filter;
+use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{self, index_tag};
-use crate::mnem::IndexWrite;
 use crate::record::Episode;
 use crate::store::{Store, CF_INDEX};
 use rocksdb::{Snapshot, WriteBatch};
@@ -490,4 +490,21 @@ pub(crate) fn rank(
     scored.truncate(limit);
     scored.sort_unstable_by(order);
     Ok(scored)
+}
+
+/// The BM25 index among the derived indexes: nothing is held in memory.
+pub(crate) struct Bm25Index;
+
+impl DerivedIndex for Bm25Index {
+    type Staged<'a> = ();
+
+    fn stage(
+        &self,
+        ctx: &IndexWrite<'_>,
+        staged: &[&Episode],
+        _placement: &Placement,
+        batch: &mut WriteBatch,
+    ) -> Result<()> {
+        stage(ctx, staged, batch)
+    }
 }

@@ -6,11 +6,11 @@ pub(crate) mod index;
 pub mod tokenizer;
 
 use crate::adk::tokenizer::lower;
+use crate::engine::Engine;
 use crate::episodes::parse_uuid;
 use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::Namespace;
-use crate::mnem::Mnem;
 use crate::record::{Episode, ScanView};
 use crate::store::now_ms;
 use bm25::{Corpus, TermMatcher};
@@ -208,7 +208,7 @@ struct Scan<'q> {
     now: i64,
 }
 
-impl Mnem {
+impl Engine {
     /// Visit records in UUID order after `after`, within `budget`, gathering BM25 inputs.
     fn scan_window(
         &self,
@@ -332,12 +332,6 @@ impl Mnem {
             next_after: w.next_after,
             exhaustive: q.after.is_none() && w.next_after.is_none(),
         })
-    }
-
-    /// `keyword_search`: BM25 over every visible record of the namespace. Text without
-    /// terms (blank, punctuation) or a zero limit returns no results.
-    pub fn keyword_search(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<KeywordSearchResult>> {
-        self.keyword_search_at(ns, q, now_ms())
     }
 
     /// `keyword_search` up to ranking, within a caller's snapshot and visibility time (hybrid

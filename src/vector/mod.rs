@@ -1,9 +1,9 @@
 //! Vectors: stored in each episode record (the source of truth) and, per namespace, in an
 //! HNSW graph persisted node by node in the `index` column family (`layout`). A write
 //! stages the keys of the nodes it changes into its batch; a search or write loads the
-//! graph from those keys into the shared byte-budgeted cache (`Mnem::cache`) on first use.
+//! graph from those keys into the shared byte-budgeted cache (`VectorIndex::cache`) on first use.
 //!
-//! A loaded graph is changed only by a writer holding `Mnem::write_lock` and the graph's
+//! A loaded graph is changed only by a writer holding `Engine::write_lock` and the graph's
 //! write lock, kept until its batch is committed: readers never see a change that is not
 //! committed, and a failed batch retires the graph (holders reload it from the store).
 
@@ -11,9 +11,9 @@ pub mod hnsw;
 mod layout;
 
 use crate::cache::{Cache, Key};
+use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{index_key, index_tag, Namespace};
-use crate::mnem::{IndexWrite, Mnem};
 use crate::record::Episode;
 use crate::store::{Store, CF_INDEX, CF_META};
 use hnsw::Hnsw;
@@ -250,10 +250,12 @@ fn each_node(
     Ok(it.status()?)
 }
 
-/// The record of each namespace's vector dimension (the graphs themselves are in
-/// `Mnem::cache`). Holds nothing: a name for the dimension helpers.
-#[derive(Default)]
-pub struct VectorCache {}
+/// The HNSW graphs among the derived indexes: persisted node by node, loaded into `cache`
+/// (a byte-budgeted LRU across namespaces) on first use; and each namespace's vector
+/// dimension record.
+pub struct VectorIndex {
+    pub(crate) cache: Cache,
+}
 
 fn dim_key(ns: &Namespace) -> Vec<u8> {
     let mut k = b"dim:".to_vec();
@@ -261,7 +263,11 @@ fn dim_key(ns: &Namespace) -> Vec<u8> {
     k
 }
 
-impl VectorCache {
+impl VectorIndex {
+    pub(crate) fn new(cache: Cache) -> VectorIndex {
+        VectorIndex { cache }
+    }
+
     /// The namespace's vector dimension, fixed by its first vector.
     pub(crate) fn dimension(&self, store: &Store, snap: &Snapshot<'_>, ns: &Namespace) -> Result<Option<u32>> {
         match store.get_cf(snap, CF_META, &dim_key(ns))? {
@@ -316,8 +322,26 @@ fn wanted(e: &Episode, dim: Option<usize>) -> Option<Vec<f32>> {
     }
 }
 
-impl Mnem {
-    /// Stage the HNSW changes of `staged` into `batch` (see `crate::mnem`): each new node's
+impl DerivedIndex for VectorIndex {
+    type Staged<'a> = VectorStage<'a>;
+
+    fn stage<'a>(
+        &'a self,
+        ctx: &IndexWrite<'_>,
+        staged: &[&Episode],
+        _placement: &Placement,
+        batch: &mut WriteBatch,
+    ) -> Result<VectorStage<'a>> {
+        self.stage_vectors(ctx, staged, batch)
+    }
+
+    fn publish(staged: VectorStage<'_>) {
+        staged.publish();
+    }
+}
+
+impl VectorIndex {
+    /// Stage the HNSW changes of `staged` into `batch` (see `crate::derived`): each new node's
     /// vector, the links of every node whose links changed, the episode-to-node keys and the
     /// header. Call with `write_lock` held.
     pub(crate) fn stage_vectors(
@@ -364,18 +388,23 @@ impl Mnem {
 
     /// The namespace's graph, read-locked, or None when it has no vectors. Loaded on first
     /// use under the write lock, so no write lands between its snapshot and its caching.
-    pub(crate) fn vector_read(&self, ns: &Namespace) -> Result<Option<VectorsRead>> {
+    pub(crate) fn read(
+        &self,
+        store: &Store,
+        write_lock: &parking_lot::Mutex<()>,
+        ns: &Namespace,
+    ) -> Result<Option<VectorsRead>> {
         let key = cache_key(&ns.prefix());
         loop {
             let graph = match self.cache.get::<RwLock<NsVectors>>(&key) {
                 Some(g) => g,
                 None => {
-                    let _w = self.write_lock.lock();
+                    let _w = write_lock.lock();
                     match self.cache.get::<RwLock<NsVectors>>(&key) {
                         Some(g) => g,
                         None => {
-                            let snap = self.store.snapshot();
-                            let Some(g) = NsVectors::load(&self.store, &snap, &key.1)? else { return Ok(None) };
+                            let snap = store.snapshot();
+                            let Some(g) = NsVectors::load(store, &snap, &key.1)? else { return Ok(None) };
                             let bytes = g.bytes();
                             let g = Arc::new(RwLock::new(g));
                             self.cache.insert(key.clone(), g.clone(), bytes);
@@ -510,6 +539,7 @@ fn stage_changes(g: &mut NsVectors, store: &Store, prefix: &[u8], staged: &[&Epi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Engine;
 
     /// Unit vectors around a few random centres (a small embedding-like mixture).
     fn clustered(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
@@ -562,11 +592,11 @@ mod tests {
         assert!(g.has_live(100));
     }
 
-    fn mem() -> Mnem {
-        Mnem::open(":memory:", crate::store::OpenOptions { create: true, ..Default::default() }).unwrap()
+    fn mem() -> Engine {
+        Engine::open(":memory:", crate::store::OpenOptions { create: true, ..Default::default() }).unwrap()
     }
 
-    fn put(m: &Mnem, ns: &Namespace, vs: &[Vec<f32>], first: usize) -> Vec<Uuid> {
+    fn put(m: &Engine, ns: &Namespace, vs: &[Vec<f32>], first: usize) -> Vec<Uuid> {
         let batch = vs
             .iter()
             .enumerate()
@@ -580,7 +610,7 @@ mod tests {
     }
 
     /// Every key and value of the namespace's graph.
-    fn graph_keys(m: &Mnem, ns: &Namespace) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn graph_keys(m: &Engine, ns: &Namespace) -> Vec<(Vec<u8>, Vec<u8>)> {
         let snap = m.store.snapshot();
         let start = index_key(&ns.prefix(), layout::HEADER, &[]);
         let end = index_key(&ns.prefix(), layout::END, &[]);
@@ -593,8 +623,8 @@ mod tests {
         out
     }
 
-    fn graph(m: &Mnem, ns: &Namespace) -> VectorsRead {
-        m.vector_read(ns).unwrap().unwrap()
+    fn graph(m: &Engine, ns: &Namespace) -> VectorsRead {
+        m.vectors.read(&m.store, &m.write_lock, ns).unwrap().unwrap()
     }
 
     #[test]
@@ -618,7 +648,7 @@ mod tests {
         put(&m, &ns, &data, 0);
         let q = &data[17];
         let warm = graph(&m, &ns).nearest(q, 10, 0, |_| true);
-        m.cache.remove(&cache_key(&ns.prefix()));
+        m.vectors.cache.remove(&cache_key(&ns.prefix()));
         assert_eq!(graph(&m, &ns).nearest(q, 10, 0, |_| true), warm);
     }
 
@@ -628,16 +658,16 @@ mod tests {
         let ns = Namespace::new("a", "u");
         let data = clustered(100, 8, 5);
         put(&m, &ns, &data, 0);
-        let held = m.vector_read(&ns).unwrap().unwrap();
+        let held = m.vectors.read(&m.store, &m.write_lock, &ns).unwrap().unwrap();
         drop(held);
-        let arc = m.cache.get::<RwLock<NsVectors>>(&cache_key(&ns.prefix())).unwrap();
+        let arc = m.vectors.cache.get::<RwLock<NsVectors>>(&cache_key(&ns.prefix())).unwrap();
         let mut e = m.get_episode(&ns, &Uuid::from_u128(1)).unwrap().unwrap();
         e.id = Uuid::from_u128(999);
         let _w = m.write_lock.lock();
         let snap = m.store.snapshot();
         let ctx = IndexWrite { store: &m.store, snap: &snap, prefix: &ns.prefix(), now: 0 };
         let mut batch = WriteBatch::default();
-        let stage = m.stage_vectors(&ctx, &[&e], &mut batch).unwrap();
+        let stage = m.vectors.stage_vectors(&ctx, &[&e], &mut batch).unwrap();
         assert!(!batch.is_empty());
         drop(stage); // the batch was never written
         drop(_w);
@@ -657,12 +687,12 @@ mod tests {
         for (m, evict) in [(&loaded, false), (&unloaded, true)] {
             put(m, &ns, &data, 0);
             if evict {
-                m.cache.remove(&cache_key(&ns.prefix()));
+                m.vectors.cache.remove(&cache_key(&ns.prefix()));
             }
             m.delete_episodes(&ns, &gone[..1000]).unwrap();
             assert_eq!(graph(m, &ns).hnsw.len(), 2000, "1000 dead of 2000 are not yet a majority");
             if evict {
-                m.cache.remove(&cache_key(&ns.prefix()));
+                m.vectors.cache.remove(&cache_key(&ns.prefix()));
             }
             m.delete_episodes(&ns, &gone[1000..]).unwrap();
             let g = graph(m, &ns);
@@ -675,7 +705,7 @@ mod tests {
         let q = &data[1700];
         let warm = graph(&m, &ns).nearest(q, 5, 0, |_| true);
         assert_eq!(warm[0].0, Uuid::from_u128(1701));
-        m.cache.remove(&cache_key(&ns.prefix()));
+        m.vectors.cache.remove(&cache_key(&ns.prefix()));
         assert_eq!(graph(&m, &ns).nearest(q, 5, 0, |_| true), warm);
     }
 
@@ -683,9 +713,9 @@ mod tests {
     fn removals_and_expiry_changes_need_no_loaded_graph_and_write_the_same_keys() {
         let ns = Namespace::new("a", "u");
         let data = clustered(300, 8, 21);
-        let later = |m: &Mnem, evict: bool| {
+        let later = |m: &Engine, evict: bool| {
             if evict {
-                m.cache.remove(&cache_key(&ns.prefix()));
+                m.vectors.cache.remove(&cache_key(&ns.prefix()));
             }
             m.delete_episodes(&ns, &[Uuid::from_u128(4), Uuid::from_u128(40)]).unwrap();
             let e = crate::episodes::EpisodeInput {
@@ -702,7 +732,7 @@ mod tests {
             put(m, &ns, &data, 0);
             later(m, evict);
         }
-        assert_eq!(unloaded.cache.stats().entries, 0, "the writes did not load the graph");
+        assert_eq!(unloaded.vectors.cache.stats().entries, 0, "the writes did not load the graph");
         assert!(graph_keys(&unloaded, &ns) == graph_keys(&loaded, &ns), "the two paths wrote different keys");
         let g = graph(&unloaded, &ns);
         assert_eq!((g.hnsw.live(), g.live_at(4), g.live_at(5)), (298, 298, 297));

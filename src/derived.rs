@@ -1,0 +1,62 @@
+//! Derived indexes: what every index of a namespace (BM25 in `lexical::index`, the
+//! `mnem_search` index in `adk::index`, the HNSW graph in `vector`) provides, so that the one
+//! write path (`engine::Engine::commit_staged`) keeps them all current.
+//!
+//! - **Kept current by a write batch**: `stage` adds the index's key changes for the episodes
+//!   a batch changes to that same RocksDB batch. The previous state comes from the index's own
+//!   keys in the writer's snapshot, so a re-write or delete never re-reads old records.
+//! - **Built**: by staging episodes it has never seen, as every new episode is; an older
+//!   store's indexes are built that way once (`upgrade`).
+//! - **Loaded and evicted**: an index answers from its keys in a snapshot. What is too slow to
+//!   read key by key (a graph) is loaded into `cache::Cache`, least recently used out first,
+//!   and reloaded from its keys; `publish` updates a loaded copy once the batch is committed.
+
+use crate::error::Result;
+use crate::record::Episode;
+use crate::store::Store;
+use rocksdb::{Snapshot, WriteBatch};
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
+
+/// What one staging step sees: the writer's snapshot (taken under the write lock), the
+/// namespace's key prefix and the write's time.
+pub(crate) struct IndexWrite<'a> {
+    pub store: &'a Store,
+    pub snap: &'a Snapshot<'a>,
+    pub prefix: &'a [u8],
+    pub now: i64,
+}
+
+/// Where the episodes of a write sit in ADK's tie order, as the writer decided.
+#[derive(Debug, Default)]
+pub(crate) struct Placement {
+    /// `(bucket position, sequence)` of the events the ADK write path appended.
+    pub places: HashMap<Uuid, (u32, u64)>,
+    /// Episodes never indexed for `mnem_search` (an older store's episodes whose memory id
+    /// was tombstoned).
+    pub excluded: HashSet<Uuid>,
+}
+
+/// A derived index of every namespace.
+pub(crate) trait DerivedIndex {
+    /// What `stage` hands over for after the commit (in-memory state to publish). Dropped
+    /// without `publish`, the batch failed and it must undo what it holds.
+    type Staged<'a>
+    where
+        Self: 'a;
+
+    /// Add this index's changes for `staged` (each episode once, in its new revision) to
+    /// `batch`.
+    fn stage<'a>(
+        &'a self,
+        ctx: &IndexWrite<'_>,
+        staged: &[&Episode],
+        placement: &Placement,
+        batch: &mut WriteBatch,
+    ) -> Result<Self::Staged<'a>>;
+
+    /// The batch was committed.
+    fn publish(staged: Self::Staged<'_>) {
+        drop(staged);
+    }
+}
