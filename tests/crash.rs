@@ -30,8 +30,26 @@ const EVENTS_PER_CALL: usize = 20;
 const SESSIONS: u64 = 10;
 /// ADK search's fixed result count.
 const ADK_TOP: usize = 10;
-/// Kill after this many acknowledgements, one range per round.
-const ROUNDS: [(usize, usize); 6] = [(20, 60), (150, 250), (500, 750), (20, 60), (60, 150), (200, 400)];
+/// Kill after this many acknowledgements, one range per round, and the round's mix.
+const ROUNDS: [(usize, usize, Mix); 6] =
+    [(20, 60, GROW), (150, 250, GROW), (500, 750, GROW), (20, 60, SHRINK), (150, 250, SHRINK), (250, 400, SHRINK)];
+
+/// A round's share of each write (percent) and episodes per call.
+#[derive(Clone, Copy)]
+struct Mix {
+    add_events: usize,
+    add_session: usize,
+    delete_memory: usize,
+    put: usize,
+    put_size: usize,
+    delete_size: usize,
+}
+
+/// The rest of each hundred is `delete_episodes`.
+const GROW: Mix = Mix { add_events: 35, add_session: 5, delete_memory: 10, put: 32, put_size: 8, delete_size: 3 };
+/// Deletes outrun puts, so dead vectors come to dominate the graph (which then rebuilds its
+/// keys in the deleting batch).
+const SHRINK: Mix = Mix { add_events: 20, add_session: 5, delete_memory: 10, put: 22, put_size: 6, delete_size: 8 };
 /// Operations scripted beyond the kill point, so the child is still writing when killed.
 const SLACK: usize = 60;
 
@@ -231,6 +249,7 @@ impl Model {
 struct Gen {
     rng: Rng,
     next: u64,
+    mix: Mix,
 }
 
 impl Gen {
@@ -250,17 +269,19 @@ impl Gen {
 
     fn op(&mut self, sim: &Model) -> Op {
         let session = format!("s{}", self.rng.next() % SESSIONS);
+        let Mix { add_events, add_session, delete_memory, put, put_size, delete_size } = self.mix;
+        let (session_at, delmem_at) = (add_events + add_session, add_events + add_session + delete_memory);
         match self.rng.below(100) {
-            0..35 => {
+            x if x < add_events => {
                 let word = self.fresh("qb");
                 Op::Events { session, word, items: self.items(EVENTS_PER_CALL) }
             }
-            35..40 => {
+            x if x < session_at => {
                 let word = self.fresh("qb");
                 let n = self.rng.range(1, 6);
                 Op::Session { session, word, items: self.items(n) }
             }
-            40..50 => {
+            x if x < delmem_at => {
                 let live: Vec<(&String, &Event)> = sim.events.iter().filter(|(_, e)| e.live).collect();
                 if live.is_empty() {
                     return self.op(sim);
@@ -268,8 +289,8 @@ impl Gen {
                 let (id, e) = live[self.rng.below(live.len())];
                 Op::DelMem { id: id.clone(), tok: e.tok.clone() }
             }
-            50..82 => {
-                let n = self.rng.range(1, 4);
+            x if x < delmem_at + put => {
+                let n = self.rng.range(1, put_size);
                 Op::Put { toks: (0..n).map(|_| self.fresh("qp")).collect() }
             }
             _ => {
@@ -278,7 +299,7 @@ impl Gen {
                     return self.op(sim);
                 }
                 let mut toks = Vec::new();
-                for _ in 0..self.rng.range(1, 3).min(live.len()) {
+                for _ in 0..self.rng.range(1, delete_size).min(live.len()) {
                     toks.push(live.swap_remove(self.rng.below(live.len())).clone());
                 }
                 Op::DelEp { toks }
@@ -578,10 +599,11 @@ fn crash_rounds(test: &str, sync: bool) {
     std::fs::create_dir_all(&dir).unwrap();
     let store = dir.join("store");
     let script_path = dir.join("script");
-    let mut gen = Gen { rng: Rng(seed), next: 0 };
+    let mut gen = Gen { rng: Rng(seed), next: 0, mix: GROW };
     let mut model = Model::default();
     let started = Instant::now();
-    for (round, &(lo, hi)) in ROUNDS.iter().enumerate() {
+    for (round, &(lo, hi, mix)) in ROUNDS.iter().enumerate() {
+        gen.mix = mix;
         let mut ctx = Ctx { seed, sync, round, phase: "writing" };
         let kill_at = gen.rng.range(lo, hi);
         let script = gen.script(&model, kill_at + SLACK);
@@ -628,7 +650,8 @@ fn crash_rounds(test: &str, sync: bool) {
         }
         let t = Instant::now();
         check(&m, &model, &ctx);
-        eprintln!("{ctx} checked in {:.1?}", t.elapsed());
+        let live = model.episodes.values().filter(|e| e.live).count();
+        eprintln!("{ctx} checked in {:.1?}; episodes {} ({live} live)", t.elapsed(), model.episodes.len());
         drop(m);
     }
     let ctx = Ctx { seed, sync, round: ROUNDS.len() - 1, phase: "after a clean reopen" };
