@@ -266,6 +266,9 @@ struct Staging<'a> {
     cf: &'a rocksdb::ColumnFamily,
     /// Deltas of the `STATS` counters (documents, total length).
     counters: HashMap<Vec<u8>, (i64, i64)>,
+    /// Puts (`Some`) and deletes (`None`), applied in key order: RocksDB's memtable inserts
+    /// a batch's keys faster in order.
+    ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl Staging<'_> {
@@ -282,45 +285,45 @@ impl Staging<'_> {
         }
     }
 
-    fn remove(&mut self, batch: &mut WriteBatch, id: &Uuid, d: &Doc) {
+    fn remove(&mut self, id: &Uuid, d: &Doc) {
         let p = self.ctx.prefix;
-        batch.delete_cf(self.cf, keys::index_key(p, DOC, id.as_bytes()));
+        self.ops.push((keys::index_key(p, DOC, id.as_bytes()), None));
         for (t, _) in &d.terms {
             let mut k = term_prefix(p, t);
             k.extend_from_slice(id.as_bytes());
-            batch.delete_cf(self.cf, k);
+            self.ops.push((k, None));
         }
         if let Some(t) = d.expires_at_ms {
-            batch.delete_cf(self.cf, expiring_key(p, t, id));
+            self.ops.push((expiring_key(p, t, id), None));
         }
         self.count(d, -1);
     }
 
-    fn add(&mut self, batch: &mut WriteBatch, id: &Uuid, d: &Doc) {
+    fn add(&mut self, id: &Uuid, d: &Doc) {
         let p = self.ctx.prefix;
-        batch.put_cf(self.cf, keys::index_key(p, DOC, id.as_bytes()), d.encode());
-        let mut posting = Vec::with_capacity(17);
+        self.ops.push((keys::index_key(p, DOC, id.as_bytes()), Some(d.encode())));
         for (t, f) in &d.terms {
             let mut k = term_prefix(p, t);
             k.extend_from_slice(id.as_bytes());
-            posting.clear();
+            let mut posting = Vec::with_capacity(20);
             posting.extend_from_slice(&f.to_le_bytes());
             posting.extend_from_slice(&d.dl.to_le_bytes());
             if let Some(e) = d.expires_at_ms {
                 posting.extend_from_slice(&e.to_le_bytes());
             }
-            batch.put_cf(self.cf, k, &posting);
+            self.ops.push((k, Some(posting)));
         }
         if let Some(t) = d.expires_at_ms {
             let mut v = d.dl.to_le_bytes().to_vec();
             d.encode_filter_fields(&mut v);
-            batch.put_cf(self.cf, expiring_key(p, t, id), v);
+            self.ops.push((expiring_key(p, t, id), Some(v)));
         }
         self.count(d, 1);
     }
 
-    fn write_counters(&self, batch: &mut WriteBatch) -> Result<()> {
-        for (suffix, (docs, len)) in &self.counters {
+    fn write_counters(&mut self, batch: &mut WriteBatch) -> Result<()> {
+        let counters: Vec<(Vec<u8>, (i64, i64))> = self.counters.drain().collect();
+        for (suffix, (docs, len)) in &counters {
             if *docs == 0 && *len == 0 {
                 continue;
             }
@@ -335,11 +338,19 @@ impl Staging<'_> {
                 return Err(Error::corruption("keyword index counters would become negative"));
             }
             if d == 0 {
-                batch.delete_cf(self.cf, key);
+                self.ops.push((key, None));
             } else {
                 let mut v = (d as u64).to_le_bytes().to_vec();
                 v.extend_from_slice(&(l as u64).to_le_bytes());
-                batch.put_cf(self.cf, key, v);
+                self.ops.push((key, Some(v)));
+            }
+        }
+        // Stable: a key removed and added again (a re-written document's posting) keeps the add.
+        self.ops.sort_by(|a, b| a.0.cmp(&b.0));
+        for (k, v) in self.ops.drain(..) {
+            match v {
+                Some(v) => batch.put_cf(self.cf, k, v),
+                None => batch.delete_cf(self.cf, k),
             }
         }
         Ok(())
@@ -350,21 +361,25 @@ impl Staging<'_> {
 /// removed and its new revision (unless deleted) added; up to `PURGE_PER_WRITE` other
 /// expired documents of the namespace are purged.
 pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut WriteBatch) -> Result<()> {
-    let mut s = Staging { ctx, cf: ctx.store.cf(CF_INDEX), counters: HashMap::new() };
+    let mut s = Staging { ctx, cf: ctx.store.cf(CF_INDEX), counters: HashMap::new(), ops: Vec::new() };
     let mine: HashSet<Uuid> = staged.iter().map(|e| e.id).collect();
     for (id, _) in expired(ctx.store, ctx.snap, ctx.prefix, ctx.now, PURGE_PER_WRITE)? {
         if !mine.contains(&id) {
             if let Some(d) = s.doc(&id)? {
-                s.remove(batch, &id, &d);
+                s.remove(&id, &d);
             }
         }
     }
     for e in staged {
-        if let Some(old) = s.doc(&e.id)? {
-            s.remove(batch, &e.id, &old);
+        // A first revision has no earlier document (ids are never reused; an upgrade starts
+        // from an empty index): the common case needs no lookup.
+        if e.revision > 1 {
+            if let Some(old) = s.doc(&e.id)? {
+                s.remove(&e.id, &old);
+            }
         }
         if !e.deleted {
-            s.add(batch, &e.id, &Doc::of(e));
+            s.add(&e.id, &Doc::of(e));
         }
     }
     s.write_counters(batch)
