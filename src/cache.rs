@@ -70,6 +70,12 @@ impl Cache {
         }
     }
 
+    /// Like `get`, but neither counted nor marked used: for a second look (after taking a
+    /// lock) at a key whose miss was already counted.
+    pub fn peek<T: Any + Send + Sync>(&self, key: &Key) -> Option<Arc<T>> {
+        self.inner.lock().lru.peek(key).and_then(|s| s.value.clone().downcast::<T>().ok())
+    }
+
     /// Cache `value` as taking `bytes`, evicting least recently used values until the total
     /// fits the budget. A value larger than the whole budget is not kept.
     pub fn insert<T: Any + Send + Sync>(&self, key: Key, value: Arc<T>, bytes: usize) {

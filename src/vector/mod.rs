@@ -400,7 +400,7 @@ impl VectorIndex {
                 Some(g) => g,
                 None => {
                     let _w = write_lock.lock();
-                    match self.cache.get::<RwLock<NsVectors>>(&key) {
+                    match self.cache.peek::<RwLock<NsVectors>>(&key) {
                         Some(g) => g,
                         None => {
                             let snap = store.snapshot();
