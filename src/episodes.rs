@@ -362,9 +362,8 @@ pub fn parse_id_lines(jsonl: &str) -> Result<Vec<Uuid>> {
 }
 
 impl crate::engine::Engine {
-    /// `mnem_put_episodes`: create or update every episode of the batch atomically; returns
-    /// the ids in input order.
-    pub fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+    /// `Mnem::put_episodes` (the public documentation is there).
+    pub(crate) fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
         self.store.check_writable()?;
         let _w = self.write_lock.lock();
         let mut pending = Pending::new(&self.store, ns);
@@ -392,9 +391,8 @@ impl crate::engine::Engine {
         Ok(ids)
     }
 
-    /// `mnem_delete_episodes`: tombstone the episodes; unknown and already deleted ids are
-    /// skipped. Returns how many were deleted.
-    pub fn delete_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<u64> {
+    /// `Mnem::delete_episodes` (the public documentation is there).
+    pub(crate) fn delete_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<u64> {
         self.store.check_writable()?;
         let _w = self.write_lock.lock();
         let mut pending = Pending::new(&self.store, ns);
@@ -410,8 +408,8 @@ impl crate::engine::Engine {
         Ok(deleted)
     }
 
-    /// The visible episode `id`, if any.
-    pub fn get_episode(&self, ns: &Namespace, id: &Uuid) -> Result<Option<Episode>> {
+    /// `Mnem::get_episode` (the public documentation is there).
+    pub(crate) fn get_episode(&self, ns: &Namespace, id: &Uuid) -> Result<Option<Episode>> {
         let snap = self.store.snapshot();
         match self.store.get_episode_raw(&snap, &ns.prefix(), id)? {
             Some(bytes) => {

@@ -121,8 +121,8 @@ pub fn fuse(lexical: &[Uuid], semantic: &[Uuid], w_lex: f64, w_sem: f64) -> Vec<
 }
 
 impl Engine {
-    /// Hybrid search with the query vector (if any) in `q.vector`.
-    pub fn hybrid_search(&self, ns: &Namespace, q: &HybridQuery) -> Result<Vec<HybridSearchResult>> {
+    /// `Mnem::hybrid_search` (the public documentation is there).
+    pub(crate) fn hybrid_search(&self, ns: &Namespace, q: &HybridQuery) -> Result<Vec<HybridSearchResult>> {
         q.validate()?;
         if q.limit == 0 || q.is_blank() {
             return Ok(Vec::new());
@@ -193,9 +193,8 @@ impl Engine {
         Ok(out)
     }
 
-    /// Hybrid search that asks `provider` for the query vector, only when it is needed: never
-    /// for a zero limit, blank text or a zero semantic weight.
-    pub fn hybrid_search_with(
+    /// `Mnem::hybrid_search_with` (the public documentation is there).
+    pub(crate) fn hybrid_search_with(
         &self,
         ns: &Namespace,
         q: &HybridQuery,

@@ -14,6 +14,7 @@
 
 pub mod adk;
 pub mod cache;
+mod codec;
 mod derived;
 mod engine;
 pub mod episodes;

@@ -7,6 +7,8 @@ use mnem::adk::tokenizer;
 use mnem::{EpisodeInput, Mnem, Namespace, OpenOptions};
 use serde_json::{json, Value};
 use uuid::Uuid;
+mod common;
+use common::Rng;
 
 const ATOMS: [&str; 33] = [
     "tea",
@@ -48,24 +50,11 @@ const ATOMS: [&str; 33] = [
 
 const SESSIONS: usize = 5;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn text(&mut self) -> String {
-        let n = self.below(6);
-        let sep = [" ", "", ", ", "-"][self.below(4)];
-        let t: Vec<&str> = (0..n).map(|_| ATOMS[self.below(ATOMS.len())]).collect();
-        t.join(sep)
-    }
+fn text(rng: &mut Rng) -> String {
+    let n = rng.below(6);
+    let sep = [" ", "", ", ", "-"][rng.below(4)];
+    let t: Vec<&str> = (0..n).map(|_| ATOMS[rng.below(ATOMS.len())]).collect();
+    t.join(sep)
 }
 
 /// What should be searchable, in ADK's tie order: session buckets in first-insertion order,
@@ -153,14 +142,14 @@ fn step(m: &Mnem, ns: &Namespace, model: &mut Model, rng: &mut Rng, counter: &mu
     match rng.below(20) {
         0..=11 => {
             let events: Vec<(String, String)> =
-                (0..1 + rng.below(3)).map(|_| (format!("e{}", fresh()), rng.text())).collect();
+                (0..1 + rng.below(3)).map(|_| (format!("e{}", fresh()), text(rng))).collect();
             let body: Vec<String> = events.iter().map(|(id, t)| event(id, t)).collect();
             assert_eq!(m.add_events(ns, &session, &body.join("\n"), "").unwrap(), events.len() as u64);
             model.bucket(&session).extend(events);
         }
         12 => {
             // Expired before the next search: never found.
-            let body = event(&format!("e{}", fresh()), &rng.text());
+            let body = event(&format!("e{}", fresh()), &text(rng));
             m.add_events(ns, &session, &body, r#"{"ttl_ms": 1}"#).unwrap();
             model.bucket(&session);
         }
@@ -169,10 +158,10 @@ fn step(m: &Mnem, ns: &Namespace, model: &mut Model, rng: &mut Rng, counter: &mu
             let mut events = model.bucket(&session).clone();
             if !events.is_empty() {
                 let i = rng.below(events.len());
-                events[i].1 = rng.text();
+                events[i].1 = text(rng);
                 events.truncate(i + 1 + rng.below(events.len() - i));
             }
-            events.push((format!("e{}", fresh()), rng.text()));
+            events.push((format!("e{}", fresh()), text(rng)));
             let body: Vec<String> = events.iter().map(|(id, t)| event(id, t)).collect();
             assert_eq!(m.add_session(ns, &session, &body.join("\n")).unwrap(), events.len() as u64);
             *model.bucket(&session) = events;
@@ -191,7 +180,7 @@ fn step(m: &Mnem, ns: &Namespace, model: &mut Model, rng: &mut Rng, counter: &mu
         }
         16 | 17 => {
             let k = fresh();
-            let (id, mid, text) = (Uuid::from_u128(k as u128), format!("m{k}"), rng.text());
+            let (id, mid, text) = (Uuid::from_u128(k as u128), format!("m{k}"), text(rng));
             m.put_episodes(ns, vec![memory(id, &mid, &text)]).unwrap();
             model.memories.push((id, mid, text));
         }
@@ -200,7 +189,7 @@ fn step(m: &Mnem, ns: &Namespace, model: &mut Model, rng: &mut Rng, counter: &mu
                 return;
             }
             let i = rng.below(model.memories.len());
-            model.memories[i].2 = rng.text();
+            model.memories[i].2 = text(rng);
             let (id, mid, text) = &model.memories[i];
             m.put_episodes(ns, vec![memory(*id, mid, text)]).unwrap();
         }

@@ -5,27 +5,18 @@ use mnem::{EmbeddingProvider, EpisodeInput, HybridQuery, KeywordQuery, Mnem, Nam
 use std::cell::Cell;
 use std::collections::HashMap;
 use uuid::Uuid;
+mod common;
+use common::Rng;
 
 fn mem() -> Mnem {
     Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap()
 }
 
-struct Rng(u64);
-impl Rng {
-    fn unit(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A random unit vector (normal coordinates by Box-Muller).
-    fn vector(&mut self, dim: usize) -> Vec<f32> {
-        let v: Vec<f64> = (0..dim)
-            .map(|_| (-2.0 * (self.unit() + 1e-12).ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos())
-            .collect();
-        let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-        v.iter().map(|x| (x / n) as f32).collect()
-    }
+/// A random unit vector (normal coordinates).
+fn random_vector(rng: &mut Rng, dim: usize) -> Vec<f32> {
+    let v: Vec<f64> = (0..dim).map(|_| rng.normal()).collect();
+    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    v.iter().map(|x| (x / n) as f32).collect()
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -48,7 +39,7 @@ fn semantic_recall_at_10_against_exact_cosine() {
     let mut live: HashMap<Uuid, Vec<f32>> = HashMap::new();
     let mut ids = Vec::new();
     let batch = |m: &Mnem, r: &mut Rng, live: &mut HashMap<Uuid, Vec<f32>>, ids: &mut Vec<Uuid>, n: usize| {
-        let vs: Vec<Vec<f32>> = (0..n).map(|_| r.vector(dim)).collect();
+        let vs: Vec<Vec<f32>> = (0..n).map(|_| random_vector(r, dim)).collect();
         let new = m
             .put_episodes(
                 &ns,
@@ -64,7 +55,7 @@ fn semantic_recall_at_10_against_exact_cosine() {
     };
     batch(&m, &mut r, &mut live, &mut ids, 5000);
     // Build the index now, so the deletes and later inserts go through its incremental path.
-    m.hybrid_search(&ns, &semantic_only("x", &r.vector(dim), 10)).unwrap();
+    m.hybrid_search(&ns, &semantic_only("x", &random_vector(&mut r, dim), 10)).unwrap();
     let doomed: Vec<Uuid> = ids.iter().step_by(5).copied().collect();
     m.delete_episodes(&ns, &doomed).unwrap();
     for id in &doomed {
@@ -80,7 +71,7 @@ fn semantic_recall_at_10_against_exact_cosine() {
     let queries = 100;
     let mut hit = 0;
     for _ in 0..queries {
-        let q = r.vector(dim);
+        let q = random_vector(&mut r, dim);
         let mut exact: Vec<(f64, Uuid)> = live.iter().map(|(id, v)| (cosine(&q, v), *id)).collect();
         exact.sort_by(|a, b| b.0.total_cmp(&a.0));
         let truth: Vec<Uuid> = exact[..10].iter().map(|x| x.1).collect();
@@ -112,7 +103,7 @@ fn small(m: &Mnem, ns: &Namespace) -> Vec<(Uuid, String, Vec<f32>)> {
         "espresso machine",
         "camping gear",
     ];
-    let items: Vec<(String, Vec<f32>)> = texts.iter().map(|t| (t.to_string(), r.vector(8))).collect();
+    let items: Vec<(String, Vec<f32>)> = texts.iter().map(|t| (t.to_string(), random_vector(&mut r, 8))).collect();
     let ids = m
         .put_episodes(
             ns,
@@ -130,7 +121,7 @@ fn fusion_arithmetic_matches_a_test_side_computation() {
     let m = mem();
     let ns = Namespace::new("a", "u");
     let docs = small(&m, &ns);
-    let q = Rng(7).vector(8);
+    let q = random_vector(&mut Rng(7), 8);
     let lexical: Vec<Uuid> = m
         .keyword_search(&ns, &KeywordQuery { limit: 1000, ..KeywordQuery::new("tea jasmine") })
         .unwrap()
@@ -335,7 +326,7 @@ fn vector_rules() {
 fn vectors_persist_across_reopen_and_deletes_stay_deleted() {
     let dir = std::env::temp_dir().join(format!("mnem-hybrid-{}", Uuid::now_v7())).to_string_lossy().into_owned();
     let ns = Namespace::new("a", "u");
-    let q = Rng(7).vector(8);
+    let q = random_vector(&mut Rng(7), 8);
     let (best, docs) = {
         let m = Mnem::open(&dir, OpenOptions { create: true, ..Default::default() }).unwrap();
         let docs = small(&m, &ns);

@@ -5,22 +5,8 @@
 
 use mnem::{EpisodeInput, Expiry, KeywordQuery, Mnem, Namespace, OpenOptions};
 use uuid::Uuid;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
+mod common;
+use common::Rng;
 
 const WORDS: &[&str] = &[
     "tea",

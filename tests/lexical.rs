@@ -6,22 +6,11 @@
 use mnem::{EpisodeInput, Expiry, KeywordQuery, LexicalQuery, Mnem, Namespace, OpenOptions, Status};
 use std::collections::{BTreeMap, HashMap};
 use uuid::Uuid;
+mod common;
+use common::Rng;
 
 fn mem() -> Mnem {
     Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, xs: &'a [&'a str]) -> &'a str {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
 }
 
 const WORDS: &[&str] = &[

@@ -5,19 +5,8 @@
 use mnem::{EpisodeInput, Expiry, HybridQuery, Mnem, Namespace, OpenOptions};
 use std::collections::HashSet;
 use uuid::Uuid;
-
-struct Rng(u64);
-impl Rng {
-    fn unit(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        (-2.0 * (self.unit() + 1e-12).ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
-    }
-}
+mod common;
+use common::Rng;
 
 fn unit(v: Vec<f64>) -> Vec<f32> {
     let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();

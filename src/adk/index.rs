@@ -22,6 +22,7 @@
 //! Only searchable entries (at least one searchable word, as ADK requires) have postings.
 
 use super::{event, memory_id, tokenizer, MEMORY_TYPE};
+use crate::codec::{push_bytes, push_expiry, Reader};
 use crate::derived::{DerivedIndex, IndexWrite};
 use crate::error::{Error, Result};
 use crate::keys::index_tag;
@@ -123,38 +124,8 @@ pub(crate) fn posting_expired(v: &[u8], now: i64) -> Result<bool> {
     }
 }
 
-/// A little-endian reader of index values; any shortfall is corruption.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.0.len() < n {
-            return Err(Error::corruption("an ADK index value is truncated"));
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
-    }
-    fn str(&mut self) -> Result<&'a str> {
-        let n = self.u32()? as usize;
-        std::str::from_utf8(self.take(n)?).map_err(|_| Error::corruption("an ADK index string is not UTF-8"))
-    }
-    fn done(&self) -> Result<()> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::corruption("an ADK index value has trailing bytes"))
-        }
-    }
-}
-
-fn push_str(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&u32::try_from(s.len()).expect("record fields are below 4 GiB").to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
+/// What corruption messages call a damaged value.
+const VALUE: &str = "an ADK index value";
 
 /// One indexed episode, as its `ENTRY` key says.
 #[derive(Clone, Debug, PartialEq)]
@@ -175,27 +146,16 @@ impl Entry {
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(25 + self.memory_id.len());
         v.extend_from_slice(self.uuid.as_bytes());
-        match self.expires_at_ms {
-            None => v.push(0),
-            Some(t) => {
-                v.push(1);
-                v.extend_from_slice(&t.to_le_bytes());
-            }
-        }
+        push_expiry(&mut v, self.expires_at_ms);
         v.extend_from_slice(self.memory_id.as_bytes());
         v
     }
 
     pub fn decode(place: Place, v: &[u8]) -> Result<Entry> {
-        let mut r = Reader(v);
+        let mut r = Reader::new(v, VALUE);
         let uuid = Uuid::from_bytes(r.take(16)?.try_into().expect("16 bytes"));
-        let expires_at_ms = match r.take(1)?[0] {
-            0 => None,
-            1 => Some(i64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes"))),
-            _ => return Err(Error::corruption("an ADK index entry's expiry flag is malformed")),
-        };
-        let memory_id =
-            std::str::from_utf8(r.0).map_err(|_| Error::corruption("an ADK index memory id is not UTF-8"))?.to_string();
+        let expires_at_ms = r.expiry()?;
+        let memory_id = r.rest_str()?.to_string();
         Ok(Entry { uuid, place, memory_id, expires_at_ms })
     }
 }
@@ -220,10 +180,10 @@ impl Doc {
         self.place.push_to(&mut place);
         v.push(place.len() as u8);
         v.extend_from_slice(&place);
-        push_str(&mut v, &self.memory_id);
+        push_bytes(&mut v, self.memory_id.as_bytes());
         v.extend_from_slice(&(self.words.len() as u32).to_le_bytes());
         for w in &self.words {
-            push_str(&mut v, w);
+            push_bytes(&mut v, w.as_bytes());
         }
         v.extend_from_slice(&(self.chars.len() as u32).to_le_bytes());
         for c in &self.chars {
@@ -233,7 +193,7 @@ impl Doc {
     }
 
     fn decode(v: &[u8]) -> Result<Doc> {
-        let mut r = Reader(v);
+        let mut r = Reader::new(v, VALUE);
         let n = r.take(1)?[0] as usize;
         let place = Place::decode(r.take(n)?)?;
         let memory_id = r.str()?.to_string();

@@ -186,10 +186,8 @@ impl<'m> AdkWrite<'m> {
 }
 
 impl Engine {
-    /// `add_session_to_memory`: replace the bucket of `session_id` with the session's events
-    /// (those with content and parts, not tombstoned); the bucket keeps its position.
-    /// Returns the number of events the bucket now holds.
-    pub fn add_session(&self, ns: &Namespace, session_id: &str, events_jsonl: &str) -> Result<u64> {
+    /// `Mnem::add_session` (the public documentation is there).
+    pub(crate) fn add_session(&self, ns: &Namespace, session_id: &str, events_jsonl: &str) -> Result<u64> {
         self.store.check_writable()?;
         let events = parse_events(events_jsonl)?;
         let _w = self.write_lock.lock();
@@ -234,9 +232,8 @@ impl Engine {
         Ok(total)
     }
 
-    /// `add_events_to_memory`: append the events whose ids are neither in the bucket nor
-    /// earlier in the batch nor tombstoned (first write wins). Returns how many were added.
-    pub fn add_events(
+    /// `Mnem::add_events` (the public documentation is there).
+    pub(crate) fn add_events(
         &self,
         ns: &Namespace,
         session_id: &str,
@@ -269,10 +266,8 @@ impl Engine {
         Ok(added)
     }
 
-    /// `delete_memory`: remove every event (and ADK memory) reported as `memory_id` from
-    /// every bucket of the namespace and tombstone the id for good. An empty id is a no-op;
-    /// an id that removes nothing records no tombstone. Returns how many were removed.
-    pub fn delete_memory(&self, ns: &Namespace, memory_id: &str) -> Result<u64> {
+    /// `Mnem::delete_memory` (the public documentation is there).
+    pub(crate) fn delete_memory(&self, ns: &Namespace, memory_id: &str) -> Result<u64> {
         self.store.check_writable()?;
         if memory_id.is_empty() {
             return Ok(0);
@@ -293,9 +288,8 @@ impl Engine {
         Ok(targets.len() as u64)
     }
 
-    /// The ids of the events stored in a session's bucket, in order, or None when the
-    /// namespace has no such bucket (ADK's `_session_events[user][session_id]`).
-    pub fn session_event_ids(&self, ns: &Namespace, session_id: &str) -> Result<Option<Vec<String>>> {
+    /// `Mnem::session_event_ids` (the public documentation is there).
+    pub(crate) fn session_event_ids(&self, ns: &Namespace, session_id: &str) -> Result<Option<Vec<String>>> {
         let prefix = ns.prefix();
         let key = keys::adk_key(&prefix, adk_tag::BUCKET, session_id.as_bytes());
         let snap = self.store.snapshot();
@@ -306,9 +300,8 @@ impl Engine {
         Ok(Some(entries.into_iter().filter(|e| e.visible(now)).map(|e| e.memory_id).collect()))
     }
 
-    /// `search_memory`: ADK's `SearchMemoryResponse` as JSON. The index and the records are
-    /// read from one snapshot.
-    pub fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
+    /// `Mnem::search` (the public documentation is there).
+    pub(crate) fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
         let prefix = ns.prefix();
         let snap = self.store.snapshot();
         let now = now_ms();

@@ -84,6 +84,17 @@ pub fn score(idfs: &[f64], tf: &[u32], dl: u64, avgdl: f64) -> f64 {
         .sum()
 }
 
+/// The best `limit` of `scored` (score, id), best first: score descending, then ascending id.
+pub fn top<Id: Ord + Copy>(mut scored: Vec<(f64, Id)>, limit: usize) -> Vec<(f64, Id)> {
+    let order = |a: &(f64, Id), b: &(f64, Id)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if scored.len() > limit && limit > 0 {
+        scored.select_nth_unstable_by(limit - 1, order);
+    }
+    scored.truncate(limit);
+    scored.sort_unstable_by(order);
+    scored
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@
 use super::bm25;
 use super::tokenizer::for_each_token;
 use super::Filter;
+use crate::codec::{push_be_bytes, push_bytes, push_expiry, Reader};
 use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{self, index_tag};
@@ -41,66 +42,8 @@ const STATS_TYPE_TAG: u8 = 3;
 /// Expired documents a write purges from the index, at most, besides its own.
 const PURGE_PER_WRITE: usize = 256;
 
-fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_le_bytes());
-    out.extend_from_slice(b);
-}
-
-fn push_be_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_be_bytes());
-    out.extend_from_slice(b);
-}
-
-/// A little-endian reader of index values; any shortfall is corruption.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.0.len() < n {
-            return Err(Error::corruption("a keyword index value is truncated"));
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
-    }
-    fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-    fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-    fn str(&mut self) -> Result<&'a str> {
-        let n = self.u32()? as usize;
-        std::str::from_utf8(self.take(n)?).map_err(|_| Error::corruption("a keyword index string is not UTF-8"))
-    }
-    fn expiry(&mut self) -> Result<Option<i64>> {
-        match self.take(1)?[0] {
-            0 => Ok(None),
-            1 => Ok(Some(self.i64()?)),
-            _ => Err(Error::corruption("a keyword index expiry flag is malformed")),
-        }
-    }
-    fn done(&self) -> Result<()> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::corruption("a keyword index value has trailing bytes"))
-        }
-    }
-}
-
-fn push_expiry(out: &mut Vec<u8>, e: Option<i64>) {
-    match e {
-        None => out.push(0),
-        Some(t) => {
-            out.push(1);
-            out.extend_from_slice(&t.to_le_bytes());
-        }
-    }
-}
+/// What corruption messages call a damaged value.
+const VALUE: &str = "a keyword index value";
 
 /// What the index holds about one document.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,7 +113,7 @@ impl Doc {
     }
 
     fn decode(v: &[u8]) -> Result<Doc> {
-        let mut r = Reader(v);
+        let mut r = Reader::new(v, VALUE);
         let dl = r.u64()?;
         let expires_at_ms = r.expiry()?;
         let (episode_type, tags) = decode_filter_fields(&mut r)?;
@@ -254,7 +197,7 @@ fn expiring_key(prefix: &[u8], t: i64, id: &Uuid) -> Vec<u8> {
 }
 
 fn decode_counter(v: &[u8]) -> Result<(u64, u64)> {
-    let mut r = Reader(v);
+    let mut r = Reader::new(v, VALUE);
     let c = (r.u64()?, r.u64()?);
     r.done()?;
     Ok(c)
@@ -425,7 +368,7 @@ pub(crate) fn rank(
         None => (0, 0),
     };
     for (_, v) in expired(store, snap, prefix, now, usize::MAX)? {
-        let mut r = Reader(&v);
+        let mut r = Reader::new(&v, VALUE);
         let dl = r.u64()?;
         let (episode_type, tags) = decode_filter_fields(&mut r)?;
         r.done()?;
@@ -493,18 +436,12 @@ pub(crate) fn rank(
     }
     let idfs: Vec<f64> = df.iter().map(|&d| bm25::idf(n, d)).collect();
     let avgdl = bm25::Corpus { records: n, total_len: total }.avgdl();
-    let mut scored: Vec<(f64, Uuid)> = matched
+    let scored: Vec<(f64, Uuid)> = matched
         .iter()
         .enumerate()
         .map(|(i, &(id, dl))| (bm25::score(&idfs, &tf[i * nterms..(i + 1) * nterms], dl, avgdl), id))
         .collect();
-    let order = |a: &(f64, Uuid), b: &(f64, Uuid)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    if scored.len() > limit && limit > 0 {
-        scored.select_nth_unstable_by(limit - 1, order);
-    }
-    scored.truncate(limit);
-    scored.sort_unstable_by(order);
-    Ok(scored)
+    Ok(bm25::top(scored, limit))
 }
 
 /// The BM25 index among the derived indexes: nothing is held in memory.

@@ -148,6 +148,16 @@ pub struct KeywordQuery {
 }
 
 impl KeywordQuery {
+    /// The checked query terms and the record filter; None when nothing can match (text
+    /// without terms, or a zero limit).
+    fn terms_and_filter(&self) -> Result<Option<(Vec<String>, Filter<'_>)>> {
+        let terms = checked_terms(&self.text)?;
+        if terms.is_empty() || self.limit == 0 {
+            return Ok(None);
+        }
+        Ok(Some((terms, Filter { episode_type: self.episode_type.as_deref(), tag: self.tag.as_deref() })))
+    }
+
     pub fn new(text: impl Into<String>) -> KeywordQuery {
         KeywordQuery { text: text.into(), limit: DEFAULT_LIMIT, episode_type: None, tag: None }
     }
@@ -277,19 +287,13 @@ impl Engine {
         let idfs: Vec<f64> = w.df.iter().map(|&df| bm25::idf(n, df)).collect();
         let avgdl = w.corpus.avgdl();
         let nterms = idfs.len();
-        let mut scored: Vec<(f64, Uuid)> = w
+        let scored: Vec<(f64, Uuid)> = w
             .matched
             .iter()
             .enumerate()
             .map(|(i, &(id, dl))| (bm25::score(&idfs, &w.tf[i * nterms..(i + 1) * nterms], dl, avgdl), id))
             .collect();
-        let order = |a: &(f64, Uuid), b: &(f64, Uuid)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if scored.len() > limit && limit > 0 {
-            scored.select_nth_unstable_by(limit - 1, order);
-        }
-        scored.truncate(limit);
-        scored.sort_unstable_by(order);
-        scored
+        bm25::top(scored, limit)
     }
 
     /// The records of ranked hits, read from the snapshot that was scanned.
@@ -312,8 +316,8 @@ impl Engine {
             .collect()
     }
 
-    /// `search_memory_lexical`: one bounded BM25 page over one snapshot.
-    pub fn search_memory_lexical(&self, ns: &Namespace, q: &LexicalQuery) -> Result<LexicalPage> {
+    /// `Mnem::search_memory_lexical` (the public documentation is there).
+    pub(crate) fn search_memory_lexical(&self, ns: &Namespace, q: &LexicalQuery) -> Result<LexicalPage> {
         let terms = q.validate()?;
         let now = now_ms();
         let snap = self.store.snapshot();
@@ -343,45 +347,38 @@ impl Engine {
         q: &KeywordQuery,
         now: i64,
     ) -> Result<Vec<(f64, Uuid)>> {
-        let terms = checked_terms(&q.text)?;
-        if terms.is_empty() || q.limit == 0 {
-            return Ok(Vec::new());
-        }
-        let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
+        let Some((terms, filter)) = q.terms_and_filter()? else { return Ok(Vec::new()) };
         index::rank(&self.store, snap, &ns.prefix(), &terms, filter, now, q.limit)
     }
 
-    /// `keyword_search` answered by scanning every record instead of the index: the oracle
-    /// the index is tested against. Not for production use: its cost grows with the namespace.
-    #[doc(hidden)]
-    pub fn keyword_search_by_scan(
+    /// `Mnem::keyword_search_by_scan` (the public documentation is there).
+    pub(crate) fn keyword_search_by_scan(
         &self,
         ns: &Namespace,
         q: &KeywordQuery,
         now: i64,
     ) -> Result<Vec<KeywordSearchResult>> {
         let snap = self.store.snapshot();
-        let terms = checked_terms(&q.text)?;
-        if terms.is_empty() || q.limit == 0 {
-            return Ok(Vec::new());
-        }
+        let Some((terms, filter)) = q.terms_and_filter()? else { return Ok(Vec::new()) };
         let mut matcher = TermMatcher::new(terms);
-        let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
         let w = self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
         self.fetch_hits(&snap, ns, Self::rank(&w, q.limit))
     }
 
-    /// `keyword_search` at a given visibility time (tests compare it with the scan).
-    #[doc(hidden)]
-    pub fn keyword_search_at(&self, ns: &Namespace, q: &KeywordQuery, now: i64) -> Result<Vec<KeywordSearchResult>> {
+    /// `Mnem::keyword_search_at` (the public documentation is there).
+    pub(crate) fn keyword_search_at(
+        &self,
+        ns: &Namespace,
+        q: &KeywordQuery,
+        now: i64,
+    ) -> Result<Vec<KeywordSearchResult>> {
         let snap = self.store.snapshot();
         let ranked = self.keyword_ranked(&snap, ns, q, now)?;
         self.fetch_hits(&snap, ns, ranked)
     }
 
-    /// Substring search (`mnem_substring_search`): visible records whose primary, secondary
-    /// or context text contains `text` (both lowercased), in UUID order, at most `limit`.
-    pub fn search_episodes(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Episode>> {
+    /// `Mnem::search_episodes` (the public documentation is there).
+    pub(crate) fn search_episodes(&self, ns: &Namespace, q: &KeywordQuery) -> Result<Vec<Episode>> {
         if q.text.is_empty() {
             return Err(Error::invalid("`text` is empty"));
         }

@@ -1,0 +1,94 @@
+//! The small byte codec of index values and keys (docs/FORMAT.md): little-endian values,
+//! length-prefixed strings, optional expiry times; reading past the end is corruption.
+
+use crate::error::{Error, Result};
+
+/// Append `u32le(len) ‖ bytes` (values).
+pub(crate) fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+/// Append `u32be(len) ‖ bytes` (keys: big-endian, so that shorter strings sort first).
+pub(crate) fn push_be_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+/// Append `00` (never) or `01 ‖ i64le(ms)`.
+pub(crate) fn push_expiry(out: &mut Vec<u8>, e: Option<i64>) {
+    match e {
+        None => out.push(0),
+        Some(t) => {
+            out.push(1);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+    }
+}
+
+/// A reader of one value of `what` (named in corruption messages, e.g. "a keyword index value").
+pub(crate) struct Reader<'a> {
+    pub rest: &'a [u8],
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8], what: &'static str) -> Reader<'a> {
+        Reader { rest: bytes, what }
+    }
+
+    fn damaged(&self, how: &str) -> Error {
+        Error::corruption(format!("{} {how}", self.what))
+    }
+
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.rest.len() < n {
+            return Err(self.damaged("is truncated"));
+        }
+        let (a, b) = self.rest.split_at(n);
+        self.rest = b;
+        Ok(a)
+    }
+
+    pub fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    pub fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    pub fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    /// A `u32le(len) ‖ UTF-8` string.
+    pub fn str(&mut self) -> Result<&'a str> {
+        let n = self.u32()? as usize;
+        let b = self.take(n)?;
+        std::str::from_utf8(b).map_err(|_| self.damaged("holds a string that is not UTF-8"))
+    }
+
+    /// What `push_expiry` wrote.
+    pub fn expiry(&mut self) -> Result<Option<i64>> {
+        match self.take(1)?[0] {
+            0 => Ok(None),
+            1 => Ok(Some(self.i64()?)),
+            _ => Err(self.damaged("has a malformed expiry flag")),
+        }
+    }
+
+    /// The rest, as UTF-8.
+    pub fn rest_str(&mut self) -> Result<&'a str> {
+        let b = std::mem::take(&mut self.rest);
+        std::str::from_utf8(b).map_err(|_| self.damaged("holds a string that is not UTF-8"))
+    }
+
+    pub fn done(&self) -> Result<()> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(self.damaged("has trailing bytes"))
+        }
+    }
+}
