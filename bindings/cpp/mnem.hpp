@@ -343,6 +343,15 @@ class Store {
     return n;
   }
 
+  /// The store's statistics as JSON (`mnem_stats` in include/mnem.h): formats, the cache
+  /// budget and the use, hits and misses of the block cache and the graph cache.
+  std::string stats() const {
+    mnem_store* h = handle("stats");
+    return detail::read("stats", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_stats(h, out, cap, len, err);
+    });
+  }
+
   /// BM25 over the namespace: {"results":[{"record","score"}...]}.
   std::string keyword_search(std::string_view app, std::string_view user, std::string_view query_json) const {
     return query("keyword_search", mnem_keyword_search, app, user, query_json);

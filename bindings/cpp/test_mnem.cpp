@@ -198,6 +198,13 @@ void test_open_errors() {
   CHECK_THROWS(MNEM_STATUS_NOT_FOUND, mnem::Store s(missing));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, R"({"sync_writez":true})"));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, "{"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, R"({"cache_bytes":1000})"));
+  {
+    mnem::Store s(":memory:", 0, R"({"cache_bytes":8388608})");
+    std::string st = s.stats();
+    CHECK(st.find("\"cache_bytes\":8388608") != std::string::npos);
+    CHECK(st.find("\"block_cache\":{\"budget_bytes\":2097152") != std::string::npos);
+  }
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(dir.path, MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s("", MNEM_OPEN_CREATE));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s("bad\xff", MNEM_OPEN_CREATE));

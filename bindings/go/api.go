@@ -380,3 +380,40 @@ func formatUUID(b []byte) string {
 	hex.Encode(s[24:], b[10:16])
 	return string(s[:])
 }
+
+// CacheStats describes one of the store's caches (see mnem_stats in mnem.h).
+type CacheStats struct {
+	BudgetBytes uint64  `json:"budget_bytes"`
+	UsedBytes   uint64  `json:"used_bytes"`
+	Entries     uint64  `json:"entries"`
+	Hits        uint64  `json:"hits"`
+	Misses      uint64  `json:"misses"`
+	HitRate     float64 `json:"hit_rate"`
+	Evictions   uint64  `json:"evictions"`
+}
+
+// Stats is the store's statistics: formats, the cache budget (the cache_bytes option), and
+// the use of RocksDB's block cache and of the loaded vector graphs.
+type Stats struct {
+	Format       uint32     `json:"format"`
+	OpenedFormat uint32     `json:"opened_format"`
+	IndexesBuilt uint64     `json:"indexes_built"`
+	CacheBytes   uint64     `json:"cache_bytes"`
+	GraphCache   CacheStats `json:"graph_cache"`
+	BlockCache   CacheStats `json:"block_cache"`
+}
+
+// Stats returns the store's statistics (mnem_stats).
+func (s *Store) Stats() (Stats, error) {
+	var st Stats
+	raw, err := s.read("stats", func(h *C.mnem_store, out *C.uint8_t, outCap C.size_t, outLen *C.size_t, cerr *C.mnem_error) C.mnem_status {
+		return C.mnem_stats(h, out, outCap, outLen, cerr)
+	})
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, &Error{Op: "stats", Status: StatusInternal, Message: "unexpected JSON from mnem_stats: " + err.Error()}
+	}
+	return st, nil
+}

@@ -1034,3 +1034,19 @@ func TestNamespaces(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheBytesAndStats(t *testing.T) {
+	_, err := Open(":memory:", Options{Create: true, RawJSON: `{"cache_bytes":1000}`})
+	wantStatus(t, err, StatusInvalidArgument, "cache_bytes below 1 MiB")
+	s := dirStore(t, t.TempDir(), Options{Create: true, RawJSON: `{"cache_bytes":8388608}`})
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CacheBytes != 8<<20 || st.BlockCache.BudgetBytes != 2<<20 || st.GraphCache.BudgetBytes != 6<<20 {
+		t.Fatalf("budgets: %+v", st)
+	}
+	if st.Format != 2 || st.OpenedFormat != 2 || st.IndexesBuilt != 0 {
+		t.Fatalf("formats: %+v", st)
+	}
+}

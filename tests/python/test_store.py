@@ -62,6 +62,23 @@ def test_open_close_memory_store():
         s.search(APP, USER, "hello")
 
 
+def test_cache_bytes_option_and_stats(store_dir):
+    with pytest.raises(mnem.InvalidArgument, match="cache_bytes"):
+        mnem.Store(":memory:", options={"cache_bytes": 1000})
+    with mnem.Store(store_dir, options={"cache_bytes": 8 << 20}) as s:
+        s.add_session(APP, USER, "s1", jl(ev("e1", "hello world")))
+        st = s.stats()
+    assert st["cache_bytes"] == 8 << 20
+    assert st["block_cache"]["budget_bytes"] == 2 << 20
+    assert st["graph_cache"]["budget_bytes"] == 6 << 20
+    assert st["format"] == st["opened_format"] == 2
+    with mnem.Store(store_dir) as s:
+        assert ids(s.search(APP, USER, "hello")) == ["e1"]
+        st = s.stats()
+    assert st["cache_bytes"] == 256 << 20  # the default
+    assert st["block_cache"]["misses"] > 0  # the search read blocks from the reopened files
+
+
 def test_memory_stores_are_independent():
     with mnem.Store(":memory:") as a, mnem.Store(":memory:") as b:
         a.add_session(APP, USER, "s1", jl(ev("e1", "hello")))

@@ -57,6 +57,7 @@ SIGNATURES = {
     "mnem_lexical_page": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_substring_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_hybrid_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_stats": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
 }
 
 

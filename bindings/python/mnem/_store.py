@@ -201,6 +201,10 @@ class Store:
         self._call(self._lib.mnem_delete_episodes, L.mstr(app), L.mstr(user), L.mstr(data), ctypes.byref(n))
         return n.value
 
+    def stats(self) -> dict:
+        """The store's statistics (`mnem_stats`): format, cache budget, use, hits and misses."""
+        return json.loads(self._read(self._lib.mnem_stats))
+
     def keyword_search(self, app, user, query) -> dict:
         return json.loads(self._read(self._lib.mnem_keyword_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
