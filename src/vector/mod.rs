@@ -6,6 +6,13 @@
 //! A loaded graph is changed only by a writer holding `Engine::write_lock` and the graph's
 //! write lock, kept until its batch is committed: readers never see a change that is not
 //! committed, and a failed batch retires the graph (holders reload it from the store).
+//!
+//! The graph is mnem's own rather than a library's (usearch can save, load and view an index):
+//! construction is deterministic for a given insertion order (the same writes give the same
+//! bytes, on every CPU), the graph lives node by node in the records' write batch instead of
+//! whole-index snapshots beside the store, deleted and expired nodes are filtered inside the
+//! beam, and the build is as fast as usearch's single-threaded one on the same data
+//! (BENCHMARKS.md) without a C++ dependency that adds minutes to a cold build.
 
 pub mod hnsw;
 mod layout;
