@@ -7,9 +7,10 @@
 //! already recovered. Without `sync_writes` an acknowledged write is in the WAL before the
 //! call returns, so both variants must keep every one (only power loss may drop it).
 //!
-//! The child is this test binary re-executed with an environment variable; it runs a script
-//! of operations the parent generated from the seed. `MNEM_CRASH_SEED=N` replays a failure's
-//! scripts and kill counts (where in a write the kill lands depends on timing).
+//! The child is this test binary re-executed with an environment variable; it runs a list
+//! of operations the parent generated from the seed. Setting the environment variable
+//! `MNEM_CRASH_SEED` to a failure's seed replays its operations and kill counts (where in a
+//! write the kill lands depends on timing).
 
 use mnem::{EpisodeInput, HybridQuery, KeywordQuery, Mnem, Namespace, OpenOptions};
 use std::collections::{BTreeMap, HashMap};
@@ -19,6 +20,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
+mod common;
+use common::Rng;
 
 const CHILD_STORE: &str = "MNEM_CRASH_CHILD_STORE";
 const CHILD_SCRIPT: &str = "MNEM_CRASH_CHILD_SCRIPT";
@@ -55,24 +58,6 @@ const SLACK: usize = 60;
 
 fn ns() -> Namespace {
     Namespace::new("crash-app", "crash-user")
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
 }
 
 /// A letters-only word (both tokenizers split on non-word characters; letters keep it one token).

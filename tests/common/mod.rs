@@ -6,6 +6,10 @@ pub struct Rng(pub u64);
 
 impl Rng {
     pub fn next(&mut self) -> u64 {
+        if self.0 == 0 {
+            // xorshift's one fixed point; any seed must give a sequence.
+            self.0 = 0x9E37_79B9_7F4A_7C15;
+        }
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -15,6 +19,11 @@ impl Rng {
     /// Uniform in `0..n`.
     pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
     }
 
     pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
