@@ -8,7 +8,7 @@
 //! call returns, so both variants must keep every one (only power loss may drop it).
 //!
 //! The child is this test binary re-executed with an environment variable; it runs a list
-//! of operations the parent generated from the seed. Setting the environment variable
+//! of operations the parent generated from a random seed. Setting the environment variable
 //! `MNEM_CRASH_SEED` to a failure's seed replays its operations and kill counts (where in a
 //! write the kill lands depends on timing).
 
