@@ -165,7 +165,12 @@ const char *mnem_status_message(int32_t status);
 // On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
 // Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, `:memory:`
 // with `MNEM_OPEN_READ_ONLY`, bad path or options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
-// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO; INTERNAL.
+// open in this or another process); INCOMPATIBLE (newer on-disk format, or a format-1 store
+// opened read-only); CORRUPTION; IO; INTERNAL.
+//
+// A store written by a build before persisted indexes (format 1) gets its indexes at its
+// first read-write open, which then takes time in proportion to its records (once;
+// `mnem_stats` reports `opened_format` 1 and `indexes_built`).
 mnem_status mnem_open(struct mnem_str path,
                       uint32_t flags,
                       struct mnem_str options_json,

@@ -292,7 +292,12 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
 /// On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
 /// Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, `:memory:`
 /// with `MNEM_OPEN_READ_ONLY`, bad path or options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
-/// open in this or another process); INCOMPATIBLE (newer on-disk format); CORRUPTION; IO; INTERNAL.
+/// open in this or another process); INCOMPATIBLE (newer on-disk format, or a format-1 store
+/// opened read-only); CORRUPTION; IO; INTERNAL.
+///
+/// A store written by a build before persisted indexes (format 1) gets its indexes at its
+/// first read-write open, which then takes time in proportion to its records (once;
+/// `mnem_stats` reports `opened_format` 1 and `indexes_built`).
 #[no_mangle]
 pub extern "C" fn mnem_open(
     path: mnem_str,
