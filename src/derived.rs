@@ -14,7 +14,7 @@
 use crate::error::Result;
 use crate::record::Episode;
 use crate::store::Store;
-use rocksdb::{Snapshot, WriteBatch};
+use rocksdb::{ColumnFamily, Snapshot, WriteBatch};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
@@ -35,6 +35,33 @@ pub(crate) struct Placement {
     /// Episodes never indexed for `mnem_search` (an older store's episodes whose memory id
     /// was tombstoned).
     pub excluded: HashSet<Uuid>,
+}
+
+/// Key changes of one index, added to the batch in key order: RocksDB's memtable inserts a
+/// sorted run of keys faster than scattered ones (each search resumes where the last ended).
+#[derive(Default)]
+pub(crate) struct KeyOps(Vec<(Vec<u8>, Option<Vec<u8>>)>);
+
+impl KeyOps {
+    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.0.push((key, Some(value)));
+    }
+
+    pub fn delete(&mut self, key: Vec<u8>) {
+        self.0.push((key, None));
+    }
+
+    pub fn apply(mut self, batch: &mut WriteBatch, cf: &ColumnFamily) {
+        // Stable: a key removed and written again (a re-written document's key) keeps the
+        // write last.
+        self.0.sort_by(|a, b| a.0.cmp(&b.0));
+        for (k, v) in self.0 {
+            match v {
+                Some(v) => batch.put_cf(cf, k, v),
+                None => batch.delete_cf(cf, k),
+            }
+        }
+    }
 }
 
 /// A derived index of every namespace.

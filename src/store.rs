@@ -327,6 +327,26 @@ impl Store {
         it
     }
 
+    /// Call `f(suffix, value)` for each key of `cf` that starts with `prefix` (`suffix`: the
+    /// key after it), in key order, until `f` returns false.
+    pub(crate) fn scan_prefix(
+        &self,
+        snap: &Snapshot<'_>,
+        cf: &str,
+        prefix: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut it = self.prefix_iter(snap, cf, prefix, prefix);
+        while it.valid() {
+            let (k, v) = (it.key().expect("valid iterator has a key"), it.value().expect("valid iterator has a value"));
+            if !f(&k[prefix.len()..], v)? {
+                return Ok(());
+            }
+            it.next();
+        }
+        Ok(it.status()?)
+    }
+
     /// Walk a namespace's episodes in UUID order, starting after `after` (exclusive).
     pub(crate) fn scan_episodes<'s>(
         &'s self,

@@ -74,37 +74,28 @@ fn index_chunk(m: &Engine, prefix: &[u8], chunk: &mut Vec<Episode>, placement: &
 /// index leaves out (those whose memory id `delete_memory` tombstoned).
 fn placement(m: &Engine, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Placement> {
     let mut p = Placement::default();
-    let order = keys::adk_key(prefix, adk_tag::ORDER, &[]);
-    let mut it = m.store.prefix_iter(snap, CF_ADK, &order, &order);
-    while it.valid() {
-        let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
-        match (keys::parse_order_suffix(&k[order.len()..]), <[u8; 16]>::try_from(v)) {
+    m.store.scan_prefix(snap, CF_ADK, &keys::adk_key(prefix, adk_tag::ORDER, &[]), |suffix, v| {
+        match (keys::parse_order_suffix(suffix), <[u8; 16]>::try_from(v)) {
             (Some(place), Ok(id)) => p.places.insert(Uuid::from_bytes(id), place),
             _ => return Err(Error::corruption("ADK order record is malformed")),
         };
-        it.next();
-    }
-    it.status()?;
-    let tomb = keys::adk_key(prefix, adk_tag::TOMBSTONE, &[]);
+        Ok(true)
+    })?;
     let mut tombstoned: HashSet<Vec<u8>> = HashSet::new();
-    let mut it = m.store.prefix_iter(snap, CF_ADK, &tomb, &tomb);
-    while it.valid() {
-        tombstoned.insert(it.key().expect("valid iterator")[tomb.len()..].to_vec());
-        it.next();
-    }
-    it.status()?;
+    m.store.scan_prefix(snap, CF_ADK, &keys::adk_key(prefix, adk_tag::TOMBSTONE, &[]), |memory_id, _| {
+        tombstoned.insert(memory_id.to_vec());
+        Ok(true)
+    })?;
     if !tombstoned.is_empty() {
-        let mut it = m.store.prefix_iter(snap, CF_EPISODES, prefix, prefix);
-        while it.valid() {
-            let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
-            let id = Uuid::from_bytes(k[prefix.len()..].try_into().map_err(|_| Error::corruption("bad episode key"))?);
+        m.store.scan_prefix(snap, CF_EPISODES, prefix, |id, v| {
+            let id =
+                Uuid::from_bytes(id.try_into().map_err(|_| Error::corruption("episode key has a malformed length"))?);
             let view = crate::record::RecordView::parse(id, v)?;
             if tombstoned.contains(memory_id(view.event_id(), &id).as_bytes()) {
                 p.excluded.insert(id);
             }
-            it.next();
-        }
-        it.status()?;
+            Ok(true)
+        })?;
     }
     Ok(p)
 }

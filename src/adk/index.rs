@@ -23,12 +23,12 @@
 
 use super::{event, memory_id, tokenizer, MEMORY_TYPE};
 use crate::codec::{push_bytes, push_expiry, Reader};
-use crate::derived::{DerivedIndex, IndexWrite};
+use crate::derived::{DerivedIndex, IndexWrite, KeyOps};
 use crate::error::{Error, Result};
 use crate::keys::index_tag;
 use crate::record::Episode;
 use crate::store::{Store, CF_INDEX};
-use rocksdb::{ColumnFamily, Snapshot, WriteBatch};
+use rocksdb::{Snapshot, WriteBatch};
 use uuid::Uuid;
 
 pub(crate) const ENTRY: u8 = index_tag::ADK_FIRST;
@@ -219,34 +219,6 @@ fn indexed_text(e: &Episode) -> String {
     e.content.as_deref().and_then(|c| event::content_text(c).ok().flatten()).unwrap_or_default()
 }
 
-/// Key changes collected, then added to the batch in key order: RocksDB's memtable inserts
-/// a sorted run of keys faster than scattered ones (it resumes each search where the last
-/// ended).
-#[derive(Default)]
-struct Ops(Vec<(Vec<u8>, Option<Vec<u8>>)>);
-
-impl Ops {
-    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        self.0.push((key, Some(value)));
-    }
-
-    fn delete(&mut self, key: Vec<u8>) {
-        self.0.push((key, None));
-    }
-
-    fn apply(mut self, batch: &mut WriteBatch, cf: &ColumnFamily) {
-        // Stable: a key removed and written again (a re-write at the same place) keeps the
-        // write last.
-        self.0.sort_by(|a, b| a.0.cmp(&b.0));
-        for (k, v) in self.0 {
-            match v {
-                Some(v) => batch.put_cf(cf, k, v),
-                None => batch.delete_cf(cf, k),
-            }
-        }
-    }
-}
-
 /// Stage the ADK index changes of `staged` into `batch`. Each episode's old keys (its `DOC`
 /// says which) are removed; then, unless deleted or excluded, it is indexed at the place the
 /// writer appended it, else at its old session place (a re-write keeps its place), else, for
@@ -257,7 +229,7 @@ pub(crate) fn stage(
     placement: &Placement,
     batch: &mut WriteBatch,
 ) -> Result<()> {
-    let mut ops = Ops::default();
+    let mut ops = KeyOps::default();
     for e in staged {
         let doc_key = key(ctx.prefix, DOC, &[e.id.as_bytes()], None);
         // A first revision has no earlier one that could be indexed (and an upgrade starts
@@ -288,7 +260,7 @@ pub(crate) fn stage(
     Ok(())
 }
 
-fn remove(ops: &mut Ops, prefix: &[u8], doc_key: &[u8], d: &Doc) {
+fn remove(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], d: &Doc) {
     let place = Some(&d.place);
     ops.delete(doc_key.to_vec());
     ops.delete(key(prefix, ENTRY, &[], place));
@@ -304,7 +276,7 @@ fn remove(ops: &mut Ops, prefix: &[u8], doc_key: &[u8], d: &Doc) {
     }
 }
 
-fn add(ops: &mut Ops, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Place) {
+fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Place) {
     let text = indexed_text(e);
     let words = tokenizer::searchable_words(&text);
     // ADK skips events without a searchable word, whatever their substrings.
@@ -334,15 +306,12 @@ fn add(ops: &mut Ops, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Place) 
 
 /// The entries of a bucket, in order (expired ones included).
 pub(crate) fn bucket_entries(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], bucket: u32) -> Result<Vec<Entry>> {
-    let kind = key(prefix, ENTRY, &[&bucket.to_be_bytes()], None);
-    let mut it = store.prefix_iter(snap, CF_INDEX, &kind, &kind);
+    let bucket = bucket.to_be_bytes();
     let mut out = Vec::new();
-    while it.valid() {
-        let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
-        out.push(Entry::decode(Place::decode(&k[kind.len() - 4..])?, v)?);
-        it.next();
-    }
-    it.status()?;
+    store.scan_prefix(snap, CF_INDEX, &key(prefix, ENTRY, &[&bucket], None), |seq, v| {
+        out.push(Entry::decode(Place::decode(&[&bucket[..], seq].concat())?, v)?);
+        Ok(true)
+    })?;
     Ok(out)
 }
 
@@ -361,15 +330,12 @@ pub(crate) fn memory_id_entries(
     memory_id: &str,
 ) -> Result<Vec<(Uuid, Place)>> {
     let kind = key(prefix, MEMID, &[&len_be(memory_id), memory_id.as_bytes()], None);
-    let mut it = store.prefix_iter(snap, CF_INDEX, &kind, &kind);
     let mut out = Vec::new();
-    while it.valid() {
-        let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
+    store.scan_prefix(snap, CF_INDEX, &kind, |place, v| {
         let id = <[u8; 16]>::try_from(v).map_err(|_| Error::corruption("an ADK index memory id key is malformed"))?;
-        out.push((Uuid::from_bytes(id), Place::decode(&k[kind.len()..])?));
-        it.next();
-    }
-    it.status()?;
+        out.push((Uuid::from_bytes(id), Place::decode(place)?));
+        Ok(true)
+    })?;
     Ok(out)
 }
 

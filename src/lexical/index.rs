@@ -19,7 +19,7 @@ use super::bm25;
 use super::tokenizer::for_each_token;
 use super::Filter;
 use crate::codec::{push_be_bytes, push_bytes, push_expiry, Reader};
-use crate::derived::{DerivedIndex, IndexWrite, Placement};
+use crate::derived::{DerivedIndex, IndexWrite, KeyOps, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{self, index_tag};
 use crate::record::Episode;
@@ -209,9 +209,7 @@ struct Staging<'a> {
     cf: &'a rocksdb::ColumnFamily,
     /// Deltas of the `STATS` counters (documents, total length).
     counters: HashMap<Vec<u8>, (i64, i64)>,
-    /// Puts (`Some`) and deletes (`None`), applied in key order: RocksDB's memtable inserts
-    /// a batch's keys faster in order.
-    ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ops: KeyOps,
 }
 
 impl Staging<'_> {
@@ -230,21 +228,21 @@ impl Staging<'_> {
 
     fn remove(&mut self, id: &Uuid, d: &Doc) {
         let p = self.ctx.prefix;
-        self.ops.push((keys::index_key(p, DOC, id.as_bytes()), None));
+        self.ops.delete(keys::index_key(p, DOC, id.as_bytes()));
         for (t, _) in &d.terms {
             let mut k = term_prefix(p, t);
             k.extend_from_slice(id.as_bytes());
-            self.ops.push((k, None));
+            self.ops.delete(k);
         }
         if let Some(t) = d.expires_at_ms {
-            self.ops.push((expiring_key(p, t, id), None));
+            self.ops.delete(expiring_key(p, t, id));
         }
         self.count(d, -1);
     }
 
     fn add(&mut self, id: &Uuid, d: &Doc) {
         let p = self.ctx.prefix;
-        self.ops.push((keys::index_key(p, DOC, id.as_bytes()), Some(d.encode())));
+        self.ops.put(keys::index_key(p, DOC, id.as_bytes()), d.encode());
         for (t, f) in &d.terms {
             let mut k = term_prefix(p, t);
             k.extend_from_slice(id.as_bytes());
@@ -254,17 +252,18 @@ impl Staging<'_> {
             if let Some(e) = d.expires_at_ms {
                 posting.extend_from_slice(&e.to_le_bytes());
             }
-            self.ops.push((k, Some(posting)));
+            self.ops.put(k, posting);
         }
         if let Some(t) = d.expires_at_ms {
             let mut v = d.dl.to_le_bytes().to_vec();
             d.encode_filter_fields(&mut v);
-            self.ops.push((expiring_key(p, t, id), Some(v)));
+            self.ops.put(expiring_key(p, t, id), v);
         }
         self.count(d, 1);
     }
 
-    fn write_counters(&mut self, batch: &mut WriteBatch) -> Result<()> {
+    /// Add the counters' new values and every key change to `batch`.
+    fn finish(mut self, batch: &mut WriteBatch) -> Result<()> {
         let counters: Vec<(Vec<u8>, (i64, i64))> = self.counters.drain().collect();
         for (suffix, (docs, len)) in &counters {
             if *docs == 0 && *len == 0 {
@@ -281,21 +280,14 @@ impl Staging<'_> {
                 return Err(Error::corruption("keyword index counters would become negative"));
             }
             if d == 0 {
-                self.ops.push((key, None));
+                self.ops.delete(key);
             } else {
                 let mut v = (d as u64).to_le_bytes().to_vec();
                 v.extend_from_slice(&(l as u64).to_le_bytes());
-                self.ops.push((key, Some(v)));
+                self.ops.put(key, v);
             }
         }
-        // Stable: a key removed and added again (a re-written document's posting) keeps the add.
-        self.ops.sort_by(|a, b| a.0.cmp(&b.0));
-        for (k, v) in self.ops.drain(..) {
-            match v {
-                Some(v) => batch.put_cf(self.cf, k, v),
-                None => batch.delete_cf(self.cf, k),
-            }
-        }
+        self.ops.apply(batch, self.cf);
         Ok(())
     }
 }
@@ -304,7 +296,7 @@ impl Staging<'_> {
 /// removed and its new revision (unless deleted) added; up to `PURGE_PER_WRITE` other
 /// expired documents of the namespace are purged.
 pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut WriteBatch) -> Result<()> {
-    let mut s = Staging { ctx, cf: ctx.store.cf(CF_INDEX), counters: HashMap::new(), ops: Vec::new() };
+    let mut s = Staging { ctx, cf: ctx.store.cf(CF_INDEX), counters: HashMap::new(), ops: KeyOps::default() };
     let mine: HashSet<Uuid> = staged.iter().map(|e| e.id).collect();
     for (id, _) in expired(ctx.store, ctx.snap, ctx.prefix, ctx.now, PURGE_PER_WRITE)? {
         if !mine.contains(&id) {
@@ -325,28 +317,23 @@ pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut Write
             s.add(&e.id, &Doc::of(e));
         }
     }
-    s.write_counters(batch)
+    s.finish(batch)
 }
 
 /// Up to `limit` documents that expired at or before `now`: `(id, EXPIRING value)`.
 fn expired(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], now: i64, limit: usize) -> Result<Vec<(Uuid, Vec<u8>)>> {
-    let kind = keys::index_key(prefix, EXPIRING, &[]);
-    let mut it = store.prefix_iter(snap, CF_INDEX, &kind, &kind);
     let bound = expiry_sortable(now);
     let mut out = Vec::new();
-    while it.valid() && out.len() < limit {
-        let k = &it.key().expect("valid iterator")[kind.len()..];
+    store.scan_prefix(snap, CF_INDEX, &keys::index_key(prefix, EXPIRING, &[]), |k, v| {
         if k.len() != 24 {
             return Err(Error::corruption("a keyword index expiry key is malformed"));
         }
-        if k[..8] > bound[..] {
-            break;
+        if out.len() == limit || k[..8] > bound[..] {
+            return Ok(false);
         }
-        let id = Uuid::from_bytes(k[8..].try_into().expect("16 bytes"));
-        out.push((id, it.value().expect("valid iterator").to_vec()));
-        it.next();
-    }
-    it.status()?;
+        out.push((Uuid::from_bytes(k[8..].try_into().expect("16 bytes")), v.to_vec()));
+        Ok(true)
+    })?;
     Ok(out)
 }
 

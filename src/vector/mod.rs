@@ -244,17 +244,13 @@ fn each_node(
     tag: u8,
     mut f: impl FnMut(u32, &[u8]) -> Result<()>,
 ) -> Result<()> {
-    let start = index_key(prefix, tag, &[]);
-    let mut it = store.prefix_iter(snap, CF_INDEX, &start, &start);
-    while it.valid() {
-        let key = it.key().expect("valid iterator has a key");
-        let n = <[u8; 4]>::try_from(&key[start.len()..])
+    store.scan_prefix(snap, CF_INDEX, &index_key(prefix, tag, &[]), |suffix, value| {
+        let n = <[u8; 4]>::try_from(suffix)
             .map(u32::from_be_bytes)
             .map_err(|_| Error::corruption("vector index key has a malformed node number"))?;
-        f(n, it.value().expect("valid iterator has a value"))?;
-        it.next();
-    }
-    Ok(it.status()?)
+        f(n, value)?;
+        Ok(true)
+    })
 }
 
 /// The HNSW graphs among the derived indexes: persisted node by node, loaded into `cache`
