@@ -1,3 +1,3 @@
-module mnem
+module github.com/mnem-memory/mnem-go
 
 go 1.23

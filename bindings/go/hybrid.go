@@ -22,8 +22,17 @@ func (f EmbedderFunc) Embed(text string) ([]float32, error) { return f(text) }
 // runs HybridSearch. The embedder is not called when the search cannot use a
 // vector: Limit <= 0, blank or invalid text, or SemanticWeight 0.
 func (s *Store) HybridSearchText(app, user string, q HybridQuery, e Embedder) ([]HybridResult, error) {
+	q, err := embedQuery(q, e)
+	if err != nil {
+		return nil, err
+	}
+	return s.HybridSearch(app, user, q)
+}
+
+// embedQuery sets q.Vector from e when the search can use a vector.
+func embedQuery(q HybridQuery, e Embedder) (HybridQuery, error) {
 	if !utf8.ValidString(q.Text) {
-		return nil, invalidArg("hybrid_search", "invalid UTF-8 in Text")
+		return q, invalidArg("hybrid_search", "invalid UTF-8 in Text")
 	}
 	needsVector := q.Vector == nil && e != nil && q.Limit > 0 &&
 		strings.TrimSpace(q.Text) != "" &&
@@ -31,9 +40,9 @@ func (s *Store) HybridSearchText(app, user string, q HybridQuery, e Embedder) ([
 	if needsVector {
 		v, err := e.Embed(q.Text)
 		if err != nil {
-			return nil, fmt.Errorf("mnem: embedding the query: %w", err)
+			return q, fmt.Errorf("mnem: embedding the query: %w", err)
 		}
 		q.Vector = v
 	}
-	return s.HybridSearch(app, user, q)
+	return q, nil
 }

@@ -1,14 +1,10 @@
-// Package mnem is a Go binding for libmnem, a persistent memory store for AI
-// agents, over its stable C ABI (include/mnem.h).
-//
-// A *Store is safe for concurrent use by many goroutines. Inputs are passed
-// to C as pointer+length views of Go memory; the library never retains them
-// after a call returns, so no copying or pinning is needed.
 package mnem
 
+// The header and the library come from an installed mnem, found by pkg-config (mnem.pc);
+// see the package documentation.
+
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: -lmnem
+#cgo pkg-config: mnem
 #include <stdlib.h>
 #include "mnem.h"
 */
