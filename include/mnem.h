@@ -56,6 +56,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The version of the library these declarations come from (Cargo.toml's). `mnem_version()`
+// returns the version of the library actually loaded; MNEM_ABI_VERSION is what must match.
+#define MNEM_VERSION_MAJOR 0
+#define MNEM_VERSION_MINOR 1
+#define MNEM_VERSION_PATCH 0
+#define MNEM_VERSION_STRING "0.1.0"
+
 // The version of this ABI; `mnem_abi_version()` returns it.
 #define MNEM_ABI_VERSION 1
 
