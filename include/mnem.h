@@ -388,6 +388,144 @@ mnem_status mnem_hybrid_search(const struct mnem_store *store,
                                size_t *out_len,
                                struct mnem_error *err);
 
+// Forget the namespace `(app, user)`: every episode, tombstone, ADK bucket and order key,
+// `mnem_delete_memory` tombstone, index entry and its vector dimension go in one atomic
+// write, then the namespace's key ranges are compacted (down to the last level, memtables
+// flushed first) so that its bytes are gone from the store's files, not only hidden. A read
+// running at the same moment may keep old table files alive until it ends; they go at the
+// next compaction. The namespace may be written again afterwards, as a new one. Other
+// writes wait while it runs; reads do not. A namespace with nothing stored is a no-op (OK).
+// Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8); READ_ONLY; BUSY; IO;
+// CORRUPTION; INTERNAL.
+mnem_status mnem_forget_namespace(struct mnem_store *store,
+                                  struct mnem_str app,
+                                  struct mnem_str user,
+                                  struct mnem_error *err);
+
+// Delete what one ADK session added: every event stored in the bucket of `session_id` by
+// `mnem_add_session` / `mnem_add_events` (the id exactly as given there; events added with
+// an empty id are under "__unknown_session_id__") becomes a tombstone, and the bucket is
+// removed, in one atomic write that changes the indexes in the same batch. `mnem_search`
+// then ranks the remaining memories exactly as google-adk's `InMemoryMemoryService` would
+// had the session never been added; adding the session again later puts it after every
+// existing one. `mnem_delete_memory` tombstones stay. Like every delete, the records lose
+// the events' text at once, while older table files keep the bytes until RocksDB compacts
+// them (use `mnem_forget_namespace` to erase). `*out_deleted` (may be NULL) receives the
+// number of events deleted (expired ones included); an unknown session deletes nothing (OK).
+// Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8); READ_ONLY; BUSY; IO;
+// CORRUPTION; INTERNAL.
+mnem_status mnem_delete_session(struct mnem_store *store,
+                                struct mnem_str app,
+                                struct mnem_str user,
+                                struct mnem_str session_id,
+                                uint64_t *out_deleted,
+                                struct mnem_error *err);
+
+// The visible episodes with the given ids (one JSON string UUID per line of `ids_jsonl`,
+// at most 10,000), read from one snapshot. Writes `{"episodes":[Episode|null...]}`, one
+// element per line in line order: `null` where no visible episode has the id (never stored,
+// deleted or expired), so results line up with the request.
+// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (a line that is not a UUID string, named;
+// more than 10,000 lines); BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_get_episodes(const struct mnem_store *store,
+                              struct mnem_str app,
+                              struct mnem_str user,
+                              struct mnem_str ids_jsonl,
+                              uint8_t *out,
+                              size_t out_cap,
+                              size_t *out_len,
+                              struct mnem_error *err);
+
+// One page of the store's namespaces, from one snapshot. Query (empty for defaults):
+// `{"limit": 1-1000 (default 100), "after": {"app_name","user_id"} | null}`. Writes
+// `{"namespaces":[{"app_name","user_id","episodes"}...],"next_after":{"app_name","user_id"}|null}`:
+// pass `next_after` as the next query's `after` until it is null. Order: by the byte length
+// of `app_name`, then its bytes, then likewise `user_id` (the key order). `episodes` counts
+// the episodes not deleted (expired ones count until a later write purges them), read
+// from a counter, not a scan. A namespace is listed while it holds any record or ADK
+// session, deleted episodes included (their tombstones stay), until
+// `mnem_forget_namespace`.
+// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad `limit` or `after`);
+// BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_list_namespaces(const struct mnem_store *store,
+                                 struct mnem_str query_json,
+                                 uint8_t *out,
+                                 size_t out_cap,
+                                 size_t *out_len,
+                                 struct mnem_error *err);
+
+// One namespace's statistics, counted by a scan of its keys (time in proportion to them):
+// `{"records":{"keys","bytes"}, "live", "deleted", "expired", "buckets", "bucket_events",
+// "memory_tombstones", "adk":{"keys","bytes"}, "index":{"bm25":{"keys","bytes"},
+// "adk":{...},"vector":{...}}, "dimension": N|null, "approximate_file_bytes"}`. `records`
+// are the stored episode records (one per episode, tombstones included), split into `live`
+// (visible now), `deleted` and `expired`; `buckets`, `bucket_events` and `memory_tombstones`
+// count ADK sessions, the events they hold and `mnem_delete_memory` ids; `adk` and `index`
+// count keys and their bytes (key + value) by column family and index; the last is
+// RocksDB's estimate of the table-file bytes of the namespace. An unknown namespace has
+// zeros.
+// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_namespace_stats(const struct mnem_store *store,
+                                 struct mnem_str app,
+                                 struct mnem_str user,
+                                 uint8_t *out,
+                                 size_t out_cap,
+                                 size_t *out_len,
+                                 struct mnem_error *err);
+
+// Online backup: copy the store, consistently and while it stays open, into the new
+// directory `dest` (RocksDB's checkpoint: table files hard-linked when `dest` is on the same
+// file system, copied otherwise). The copy is a store of its own that `mnem_open` reads like
+// the original. Writes on this handle wait while it runs; reads do not. `dest` must not exist.
+// Returns OK; INVALID_ARGUMENT (NULL store, empty or existing `dest`, a `:memory:` store);
+// READ_ONLY (a read-only handle); BUSY; IO; INTERNAL.
+mnem_status mnem_backup(struct mnem_store *store, struct mnem_str dest, struct mnem_error *err);
+
+// Integrity check: read every key of the store with RocksDB's block checksums verified
+// (bypassing the block cache) and parse every episode record, stopping at the first problem.
+// Writes `{"ok": bool, "keys": {"meta","episodes","adk","index"}, "bytes", "episodes",
+// "problem": null | {"status": "CORRUPTION" | "IO" | ..., "message"}}`: the counts read up
+// to the problem, if any. The status says whether the check ran; its verdict is `ok`.
+// Time in proportion to the store's size; other calls go on meanwhile.
+// Returns OK; BUFFER_TOO_SMALL (the check runs again on the next call); INVALID_ARGUMENT;
+// INTERNAL.
+mnem_status mnem_check(const struct mnem_store *store,
+                       uint8_t *out,
+                       size_t out_cap,
+                       size_t *out_len,
+                       struct mnem_error *err);
+
+// Export as JSON Lines (format in docs/EXPORT.md): the namespace `(app, user)`, or every
+// namespace when `all` is non-zero (then `app` and `user` are ignored), from one snapshot:
+// a header line, per namespace its ADK buckets, `mnem_delete_memory` ids and every episode
+// record (tombstones included) with revision, times, expiry, metadata, content, embedding
+// and ADK place, then an end line with the counts. `mnem_import` of the output reproduces
+// the records and ADK order, so every search answers the same. The whole export is built
+// in memory for each call (BUFFER_TOO_SMALL builds it again): for stores larger than
+// memory use the `mnem export` tool, which streams.
+// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_export(const struct mnem_store *store,
+                        struct mnem_str app,
+                        struct mnem_str user,
+                        int32_t all,
+                        uint8_t *out,
+                        size_t out_cap,
+                        size_t *out_len,
+                        struct mnem_error *err);
+
+// Import an export (`mnem_export`, `mnem export`): the whole input is parsed and checked
+// first; a bad line is INVALID_ARGUMENT naming its number, and so is a truncated input (no
+// end line) or a namespace that already holds data in this store: nothing is written then.
+// Each namespace is then written in batches of 1,000 episodes with their index changes;
+// other writes wait until it ends. An I/O failure part-way can leave the namespace being
+// written partial: `mnem_forget_namespace` it and import again. `*out_episodes` (may be
+// NULL) receives the number of episode records imported.
+// Returns OK; INVALID_ARGUMENT; READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_import(struct mnem_store *store,
+                        struct mnem_str export_jsonl,
+                        uint64_t *out_episodes,
+                        struct mnem_error *err);
+
 #if defined(MNEM_FAULT_INJECTION)
 // Fault injection (test builds only): panic inside the panic boundary of a call on
 // `store`, as a bug in mnem would. The handle is then poisoned.

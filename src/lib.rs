@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod adk;
+mod admin;
 pub mod cache;
 mod codec;
 mod derived;
@@ -32,6 +33,9 @@ mod upgrade;
 pub mod vector;
 
 pub use adk::EventOptions;
+pub use admin::{
+    CheckReport, Forgotten, KeyCount, NamespaceInfo, NamespacePage, NamespaceStats, Progress, Transfer, EXPORT_VERSION,
+};
 pub use episodes::{EpisodeInput, Expiry};
 pub use error::{Error, Result, Status};
 pub use hybrid::{EmbeddingProvider, HybridQuery, HybridSearchResult};

@@ -24,6 +24,11 @@ impl Mnem {
         Ok(Mnem { engine: Engine::open(path, opts)? })
     }
 
+    /// The engine, for the operations defined outside this file (`crate::admin`).
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     pub fn store(&self) -> &Store {
         &self.engine.store
     }

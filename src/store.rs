@@ -432,3 +432,16 @@ impl Drop for Store {
         let _ = self.db.flush_cfs_opt(&cfs, &rocksdb::FlushOptions::default());
     }
 }
+
+impl Store {
+    /// The RocksDB handle, for store management (`crate::admin`: range deletes, compaction,
+    /// checkpoints, verification), which works on whole key ranges rather than records.
+    pub(crate) fn db(&self) -> &DB {
+        &self.db
+    }
+
+    /// A `:memory:` store (nothing on disk to back up).
+    pub(crate) fn is_in_memory(&self) -> bool {
+        self.mem_env.is_some()
+    }
+}

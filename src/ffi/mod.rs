@@ -10,6 +10,7 @@
 // The signatures are the published C API's and cannot be regrouped.
 #![allow(clippy::too_many_arguments)]
 
+mod admin;
 #[cfg(feature = "fault-injection")]
 mod fault;
 pub mod sys;

@@ -1,0 +1,80 @@
+//! Forgetting a namespace: every key of it in every column family, erased from the files.
+//!
+//! A namespace's keys are exactly those under its prefix in `episodes`, `adk` and `index`,
+//! plus its `dim:` record in `meta` (docs/FORMAT.md). One range delete per column family
+//! hides them at once; a forced compaction of the same ranges (bottommost level included)
+//! then rewrites every table file that held them, and flushes the memtables first, so the
+//! bytes leave the disk instead of staying behind a tombstone.
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::keys::{self, index_tag, Namespace};
+use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META};
+use crate::Mnem;
+use rocksdb::{BottommostLevelCompaction, CompactOptions, WriteBatch};
+
+/// What `forget_namespace` removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Forgotten {
+    /// Stored episode records (current revisions, tombstones included).
+    pub episodes: u64,
+}
+
+/// The `meta` key of a namespace's vector dimension (`vector::dim_key`'s layout).
+fn dim_key(prefix: &[u8]) -> Vec<u8> {
+    [b"dim:".as_slice(), prefix].concat()
+}
+
+impl Engine {
+    /// `Mnem::forget_namespace` (the public documentation is there).
+    pub(crate) fn forget_namespace(&self, ns: &Namespace) -> Result<Forgotten> {
+        self.store.check_writable()?;
+        let prefix = ns.prefix();
+        // A prefix starts with a length below 2^32 followed by UTF-8, so it is never all 0xFF.
+        let end = keys::prefix_successor(&prefix).ok_or_else(|| Error::invalid("namespace has no key range"))?;
+        let _w = self.write_lock.lock();
+        let snap = self.store.snapshot();
+        let mut episodes = 0u64;
+        self.store.scan_prefix(&snap, CF_EPISODES, &prefix, |_, _| {
+            episodes += 1;
+            Ok(true)
+        })?;
+        drop(snap);
+        let mut batch = WriteBatch::default();
+        for cf in [CF_EPISODES, CF_ADK, CF_INDEX] {
+            batch.delete_range_cf(self.store.cf(cf), &prefix, &end);
+        }
+        batch.delete_cf(self.store.cf(CF_META), dim_key(&prefix));
+        self.store.write(batch)?;
+        // The loaded graph goes with its keys (readers holding it finish with their copy).
+        self.vectors.cache.remove(&(index_tag::VECTOR_FIRST, prefix.clone()));
+        self.compact_range(&[CF_EPISODES, CF_ADK, CF_INDEX], &prefix, &end)?;
+        self.compact_range(&[CF_META], &dim_key(&prefix), &dim_key(&end))?;
+        Ok(Forgotten { episodes })
+    }
+
+    /// Rewrite every table file of `cfs` holding keys in `[start, end)`, down to the last
+    /// level, so that deleted keys are dropped from the files (memtables are flushed first).
+    pub(crate) fn compact_range(&self, cfs: &[&str], start: &[u8], end: &[u8]) -> Result<()> {
+        let mut opts = CompactOptions::default();
+        opts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        opts.set_exclusive_manual_compaction(true);
+        for cf in cfs {
+            self.store.db().compact_range_cf_opt(self.store.cf(cf), Some(start), Some(end), &opts);
+        }
+        Ok(())
+    }
+}
+
+impl Mnem {
+    /// Forget the namespace `(app, user)`: every episode, tombstone, ADK bucket, order key,
+    /// `delete_memory` tombstone, index entry and its vector dimension, at once (one atomic
+    /// write), then compact the namespace's key ranges so that the bytes are gone from the
+    /// table files and the write-ahead log, not only hidden. Its loaded graph leaves the
+    /// cache. Afterwards the namespace is as if it had never been written; it may be used
+    /// again. Takes time in proportion to the table files that hold the namespace; other
+    /// writes wait, reads do not. A namespace with nothing stored is a no-op.
+    pub fn forget_namespace(&self, ns: &Namespace) -> Result<Forgotten> {
+        self.engine().forget_namespace(ns)
+    }
+}

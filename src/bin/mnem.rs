@@ -1,0 +1,505 @@
+//! `mnem`: inspect and manage a mnem store from the shell.
+//!
+//! `mnem <command> <store-dir> [options]`. Commands that only read open the store read-only;
+//! `import`, `forget`, `backup` and `compact` open it read-write (and so need it not to be
+//! open in another process). Tables by default, `--json` for scripts; progress bars go to
+//! stderr only when it is a terminal.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mnem::{Error, HybridQuery, KeywordQuery, LexicalQuery, Mnem, Namespace, OpenOptions, Status};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+const EXIT_CODES: &str = "\
+EXIT STATUS
+    0   success
+    1   any other failure (I/O, internal error)
+    2   bad usage: unknown command or option, invalid argument or input line
+    3   not found: no store at the path, or (get) an id with no visible episode
+    4   corruption: the store is damaged (check found a problem, or a read failed on damage)
+    5   busy: the store is open for writing in another process
+    6   incompatible: the store was written by a newer mnem, or needs a read-write open to upgrade
+    7   read-only: a write through a read-only open";
+
+#[derive(Parser)]
+#[command(name = "mnem", version, about = "Inspect and manage a mnem store", after_long_help = EXIT_CODES)]
+#[command(long_about = "Inspect and manage a mnem store (a directory written by libmnem).\n\n\
+Commands that only read open the store read-only and never change it; import, forget, backup \
+and compact open it read-write, which needs the store not to be open in any other process \
+(exit status 5 otherwise). Output is a table for people; --json prints JSON for scripts.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args)]
+struct Store {
+    /// The store's directory.
+    store: String,
+}
+
+#[derive(Args)]
+struct Ns {
+    /// The namespace's app_name.
+    #[arg(long)]
+    app: String,
+    /// The namespace's user_id.
+    #[arg(long)]
+    user: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Kind {
+    /// ADK memory search (mnem_search): google-adk's InMemoryMemoryService ranking.
+    Adk,
+    /// BM25 keyword search over every visible episode (mnem_keyword_search).
+    Keyword,
+    /// One bounded BM25 page over a scan (mnem_lexical_page).
+    Page,
+    /// BM25 fused with vector search (mnem_hybrid_search); lexical only without --vector.
+    Hybrid,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Summary of the store: format, namespaces, records, statistics.
+    #[command(long_about = "Print the store's on-disk format, its namespaces with their episode \
+counts, and the library's statistics (mnem_stats). Opens the store read-only.")]
+    Info {
+        #[command(flatten)]
+        store: Store,
+        /// Print JSON: {"path", "format", "namespaces", "episodes", "stats"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the namespaces with their episode counts.
+    #[command(long_about = "List every namespace (app_name, user_id) of the store with the number \
+of its episodes that are not deleted (expired ones count until purged), in key order. Opens the \
+store read-only. With --json, one JSON object per line: {\"app_name\",\"user_id\",\"episodes\"}.")]
+    Namespaces {
+        #[command(flatten)]
+        store: Store,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search one namespace.
+    #[command(long_about = "Search one namespace. --kind adk (default) ranks like google-adk's \
+InMemoryMemoryService (mnem_search); keyword is BM25 (mnem_keyword_search); page is one bounded \
+BM25 scan page (mnem_lexical_page); hybrid fuses BM25 and vectors (mnem_hybrid_search; give \
+--vector as a JSON array, else it is lexical only). With --json the output is exactly the JSON \
+the C function writes. Opens the store read-only.")]
+    Search {
+        #[command(flatten)]
+        store: Store,
+        #[command(flatten)]
+        ns: Ns,
+        #[arg(long, value_enum, default_value = "adk")]
+        kind: Kind,
+        /// Results wanted (keyword, page, hybrid); the C function's default when omitted.
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Hybrid only: the query vector, a JSON array of numbers.
+        #[arg(long)]
+        vector: Option<String>,
+        /// Hybrid only: the semantic weight, 0 to 1.
+        #[arg(long)]
+        semantic_weight: Option<f64>,
+        #[arg(long)]
+        json: bool,
+        /// The query text.
+        query: String,
+    },
+    /// Print episodes by id.
+    #[command(long_about = "Print the visible episodes with the given UUIDs, as JSON \
+({\"episodes\":[Episode|null...]}, null for an id without a visible episode) with --json, \
+else as a table. Exit status 3 when any id has no visible episode. Opens the store read-only.")]
+    Get {
+        #[command(flatten)]
+        store: Store,
+        #[command(flatten)]
+        ns: Ns,
+        #[arg(long)]
+        json: bool,
+        /// Episode UUIDs.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Export a namespace, or the whole store, as JSON Lines on stdout.
+    #[command(long_about = "Write the namespace given by --app and --user, or every namespace \
+when both are omitted, to stdout as JSON Lines (docs/EXPORT.md): records with ids, revisions, \
+times, expiry, metadata, content, vectors, and ADK buckets and order. `mnem import` reproduces \
+the records and every search's answers. Opens the store read-only; streams from one snapshot.")]
+    Export {
+        #[command(flatten)]
+        store: Store,
+        #[arg(long, requires = "user")]
+        app: Option<String>,
+        #[arg(long, requires = "app")]
+        user: Option<String>,
+    },
+    /// Import an export from stdin.
+    #[command(long_about = "Read an export (mnem export) from stdin and write it into the store, \
+which is created if missing. The whole input is checked first: a bad line (exit status 2, its \
+number in the message), a truncated input or a namespace that already holds data leaves the \
+store unchanged. Opens the store read-write.")]
+    Import {
+        #[command(flatten)]
+        store: Store,
+    },
+    /// Forget a namespace: delete everything in it and erase it from the files.
+    #[command(long_about = "Delete every record, ADK session, tombstone and index entry of the \
+namespace and compact its key ranges so that its bytes are gone from the store's files \
+(mnem_forget_namespace). Opens the store read-write.")]
+    Forget {
+        #[command(flatten)]
+        store: Store,
+        #[command(flatten)]
+        ns: Ns,
+    },
+    /// Copy the store to a new directory (a consistent checkpoint).
+    #[command(long_about = "Copy the store to DEST, a directory that must not exist, as a \
+consistent RocksDB checkpoint (hard links on the same file system). The copy opens like the \
+original. Opens the store read-write; from a process that holds the store open, use \
+mnem_backup instead.")]
+    Backup {
+        #[command(flatten)]
+        store: Store,
+        /// The new directory.
+        dest: String,
+    },
+    /// Verify every record and RocksDB checksum.
+    #[command(long_about = "Read every key of the store with RocksDB's block checksums verified \
+and parse every episode record. Prints the counts; exit status 4 on the first problem found, \
+which is named. Opens the store read-only.")]
+    Check {
+        #[command(flatten)]
+        store: Store,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compact the store so deleted data leaves the files.
+    #[command(long_about = "Rewrite every table file down to the last level: deleted episodes \
+and overwritten revisions leave the disk. Opens the store read-write.")]
+    Compact {
+        #[command(flatten)]
+        store: Store,
+    },
+}
+
+/// A failure and its exit status.
+struct Fail {
+    code: u8,
+    message: String,
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        let code = match e.status {
+            Status::InvalidArgument => 2,
+            Status::NotFound => 3,
+            Status::Corruption => 4,
+            Status::Busy => 5,
+            Status::Incompatible => 6,
+            Status::ReadOnly => 7,
+            _ => 1,
+        };
+        Fail { code, message: e.message }
+    }
+}
+
+fn fail(code: u8, message: impl Into<String>) -> Fail {
+    Fail { code, message: message.into() }
+}
+
+type Outcome = Result<(), Fail>;
+
+fn open(path: &str, write: bool, create: bool) -> Result<Mnem, Fail> {
+    if path == mnem::MEMORY_PATH {
+        return Err(fail(2, "`:memory:` is not a store on disk"));
+    }
+    let opts = OpenOptions { create, read_only: !write, ..OpenOptions::default() };
+    Ok(Mnem::open(path, opts)?)
+}
+
+fn progress(what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {pos} {elapsed}").expect("a valid template"));
+    bar.set_message(what.to_string());
+    bar
+}
+
+fn stdout_write(bytes: &[u8]) -> Outcome {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|_| out.flush()).map_err(|e| fail(1, format!("writing to stdout: {e}")))
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("mnem: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(cmd: Command) -> Outcome {
+    match cmd {
+        Command::Info { store, json } => info(&store.store, json),
+        Command::Namespaces { store, json } => namespaces(&store.store, json),
+        Command::Search { store, ns, kind, limit, vector, semantic_weight, json, query } => {
+            search(&store.store, &ns, kind, limit, vector, semantic_weight, json, &query)
+        }
+        Command::Get { store, ns, json, ids } => get(&store.store, &ns, json, &ids),
+        Command::Export { store, app, user } => export(&store.store, app.zip(user)),
+        Command::Import { store } => import(&store.store),
+        Command::Forget { store, ns } => {
+            let m = open(&store.store, true, false)?;
+            let f = m.forget_namespace(&Namespace::new(ns.app, ns.user))?;
+            eprintln!("forgot {} episode records", f.episodes);
+            Ok(())
+        }
+        Command::Backup { store, dest } => {
+            open(&store.store, true, false)?.backup(&dest)?;
+            eprintln!("backed up to {dest}");
+            Ok(())
+        }
+        Command::Check { store, json } => check(&store.store, json),
+        Command::Compact { store } => Ok(open(&store.store, true, false)?.compact()?),
+    }
+}
+
+fn all_namespaces(m: &Mnem) -> Result<Vec<mnem::NamespaceInfo>, Fail> {
+    let mut all = Vec::new();
+    let mut after = None;
+    loop {
+        let page = m.list_namespaces(after.as_ref(), 1000)?;
+        all.extend(page.namespaces);
+        match page.next_after {
+            Some(a) => after = Some(a),
+            None => return Ok(all),
+        }
+    }
+}
+
+fn info(path: &str, as_json: bool) -> Outcome {
+    let m = open(path, false, false)?;
+    let nss = all_namespaces(&m)?;
+    let episodes: u64 = nss.iter().map(|n| n.episodes).sum();
+    let stats: Value = serde_json::from_slice(&m.stats_json()).expect("stats are JSON");
+    if as_json {
+        let v = json!({"path": path, "format": mnem::FORMAT_VERSION, "namespaces": nss.len(), "episodes": episodes, "stats": stats});
+        return stdout_write(format!("{v}\n").as_bytes());
+    }
+    let text = format!(
+        "store       {path}\nformat      {}\nnamespaces  {}\nepisodes    {episodes} (not deleted)\ncache       {} bytes\n",
+        stats["format"], nss.len(), stats["cache_bytes"]
+    );
+    stdout_write(text.as_bytes())
+}
+
+fn namespaces(path: &str, as_json: bool) -> Outcome {
+    let m = open(path, false, false)?;
+    let mut out = String::new();
+    if !as_json {
+        out.push_str(&format!("{:<24} {:<24} {:>10}\n", "APP", "USER", "EPISODES"));
+    }
+    for n in all_namespaces(&m)? {
+        if as_json {
+            let v = json!({"app_name": n.namespace.app_name, "user_id": n.namespace.user_id, "episodes": n.episodes});
+            out.push_str(&format!("{v}\n"));
+        } else {
+            out.push_str(&format!("{:<24} {:<24} {:>10}\n", n.namespace.app_name, n.namespace.user_id, n.episodes));
+        }
+    }
+    stdout_write(out.as_bytes())
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut t: String = flat.chars().take(max - 1).collect();
+    t.push('…');
+    t
+}
+
+#[allow(clippy::too_many_arguments)]
+fn search(
+    path: &str,
+    ns: &Ns,
+    kind: Kind,
+    limit: Option<u32>,
+    vector: Option<String>,
+    weight: Option<f64>,
+    as_json: bool,
+    query: &str,
+) -> Outcome {
+    let m = open(path, false, false)?;
+    let namespace = Namespace::new(&ns.app, &ns.user);
+    let mut q = json!({"text": query});
+    if let Some(l) = limit {
+        q["limit"] = json!(l);
+    }
+    if !matches!(kind, Kind::Hybrid) && (vector.is_some() || weight.is_some()) {
+        return Err(fail(2, "--vector and --semantic-weight apply to --kind hybrid only"));
+    }
+    if matches!(kind, Kind::Adk) && limit.is_some() {
+        return Err(fail(2, "--limit does not apply to --kind adk (ADK returns at most 10)"));
+    }
+    if let Some(v) = &vector {
+        q["vector"] = serde_json::from_str::<Value>(v).map_err(|e| fail(2, format!("--vector is not JSON: {e}")))?;
+    }
+    if let Some(w) = weight {
+        q["semantic_weight"] = json!(w);
+    }
+    let q = q.to_string();
+    let mut out = Vec::new();
+    match kind {
+        Kind::Adk => out = m.search(&namespace, query)?,
+        Kind::Keyword => {
+            mnem::output::write_results(&mut out, &m.keyword_search(&namespace, &KeywordQuery::parse(&q)?)?)
+        }
+        Kind::Page => {
+            mnem::output::write_page(&mut out, &m.search_memory_lexical(&namespace, &LexicalQuery::parse(&q)?)?)
+        }
+        Kind::Hybrid => {
+            mnem::output::write_hybrid_results(&mut out, &m.hybrid_search(&namespace, &HybridQuery::parse(&q)?)?)
+        }
+    }
+    if as_json {
+        out.push(b'\n');
+        return stdout_write(&out);
+    }
+    let v: Value = serde_json::from_slice(&out).expect("search output is JSON");
+    let mut table = format!("{:>4} {:>10}  {:<36}  TEXT\n", "RANK", "SCORE", "ID");
+    let rows: Vec<(String, String, String)> = match kind {
+        Kind::Adk => v["memories"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                let text: Vec<&str> =
+                    r["content"]["parts"].as_array().into_iter().flatten().filter_map(|p| p["text"].as_str()).collect();
+                (String::new(), r["id"].as_str().unwrap_or_default().to_string(), text.join(" "))
+            })
+            .collect(),
+        _ => v[if matches!(kind, Kind::Page) { "hits" } else { "results" }]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                let score = r["score"].as_f64().map_or(String::new(), |s| format!("{s:.4}"));
+                let rec = &r["record"];
+                (
+                    score,
+                    rec["id"].as_str().unwrap_or_default().to_string(),
+                    rec["primary"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect(),
+    };
+    for (i, (score, id, text)) in rows.iter().enumerate() {
+        table.push_str(&format!("{:>4} {:>10}  {:<36}  {}\n", i + 1, score, one_line(id, 36), one_line(text, 60)));
+    }
+    stdout_write(table.as_bytes())
+}
+
+fn get(path: &str, ns: &Ns, as_json: bool, ids: &[String]) -> Outcome {
+    let m = open(path, false, false)?;
+    let mut parsed = Vec::with_capacity(ids.len());
+    for id in ids {
+        parsed.push(uuid_arg(id)?);
+    }
+    let out = m.get_episodes(&Namespace::new(&ns.app, &ns.user), &parsed)?;
+    let v: Value = serde_json::from_slice(&out).expect("episodes are JSON");
+    let missing: Vec<&str> = ids
+        .iter()
+        .zip(v["episodes"].as_array().into_iter().flatten())
+        .filter(|(_, e)| e.is_null())
+        .map(|(i, _)| i.as_str())
+        .collect();
+    if as_json {
+        let mut out = out;
+        out.push(b'\n');
+        stdout_write(&out)?;
+    } else {
+        let mut t = String::new();
+        for e in v["episodes"].as_array().into_iter().flatten().filter(|e| !e.is_null()) {
+            t.push_str(&format!(
+                "{}  rev {}  {}  {}\n",
+                e["id"].as_str().unwrap_or_default(),
+                e["revision"],
+                e["episode_type"].as_str().unwrap_or_default(),
+                one_line(e["primary"].as_str().unwrap_or_default(), 60)
+            ));
+        }
+        stdout_write(t.as_bytes())?;
+    }
+    if !missing.is_empty() {
+        return Err(fail(3, format!("no visible episode with id {}", missing.join(", "))));
+    }
+    Ok(())
+}
+
+fn uuid_arg(s: &str) -> Result<uuid::Uuid, Fail> {
+    uuid::Uuid::parse_str(s).map_err(|_| fail(2, format!("{s:?} is not a UUID")))
+}
+
+fn export(path: &str, only: Option<(String, String)>) -> Outcome {
+    let m = open(path, false, false)?;
+    let ns = only.map(|(a, u)| Namespace::new(a, u));
+    let bar = progress("exporting episodes");
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout);
+    let t = m.export(ns.as_ref(), &mut out, &mut |n, _| bar.set_position(n))?;
+    bar.finish_and_clear();
+    eprintln!("exported {} namespaces, {} episode records", t.namespaces, t.episodes);
+    Ok(())
+}
+
+fn import(path: &str) -> Outcome {
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input).map_err(|e| fail(2, format!("reading stdin: {e}")))?;
+    let m = open(path, true, true)?;
+    let bar = progress("importing episodes");
+    let t = m.import(&input, &mut |n, _| bar.set_position(n))?;
+    bar.finish_and_clear();
+    eprintln!("imported {} namespaces, {} episode records", t.namespaces, t.episodes);
+    Ok(())
+}
+
+fn check(path: &str, as_json: bool) -> Outcome {
+    let m = open(path, false, false)?;
+    let bar = progress("checking bytes");
+    let r = m.check(&mut |b| bar.set_position(b));
+    bar.finish_and_clear();
+    if as_json {
+        let mut out = r.to_json();
+        out.push(b'\n');
+        stdout_write(&out)?;
+    } else {
+        let t = format!(
+            "keys        meta {}, episodes {}, adk {}, index {}\nbytes read  {}\nepisodes    {} records parsed\n",
+            r.keys[0], r.keys[1], r.keys[2], r.keys[3], r.bytes, r.episodes
+        );
+        stdout_write(t.as_bytes())?;
+    }
+    match r.problem {
+        None => Ok(()),
+        Some(e) => {
+            let code = if e.status == Status::Corruption { 4 } else { Fail::from(e.clone()).code };
+            Err(fail(code, format!("check failed: {} ({})", e.message, e.status.name())))
+        }
+    }
+}
