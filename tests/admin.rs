@@ -142,3 +142,175 @@ fn a_deleted_session_ranks_as_if_never_added() {
     let q2 = kq("two", 100);
     assert_eq!(a.keyword_search(&ns, &q2).unwrap().len(), b.keyword_search(&ns, &q2).unwrap().len());
 }
+
+fn export(m: &Mnem, only: Option<&Namespace>) -> String {
+    let mut out = Vec::new();
+    m.export(only, &mut out, &mut |_, _| {}).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// Two namespaces with every kind of state: ADK sessions (one re-added shorter), events with
+/// tags and expiry, a `delete_memory` tombstone, episodes with vectors, metadata and revisions,
+/// deleted episodes (and their vectors), ADK memories.
+fn varied(m: &Mnem) -> Vec<Namespace> {
+    let nss = vec![Namespace::new("app", "u1"), Namespace::new("app/x", "u:2\0")];
+    for (k, ns) in nss.iter().enumerate() {
+        let words = ["river", "stone", "cloud", "ember", "maple", "ångström", "naïve"];
+        m.add_session(ns, "s1", &session("a", 12, &words)).unwrap();
+        m.add_session(ns, "s2", &session("b", 9, &words[2..])).unwrap();
+        m.add_session(ns, "s1", &session("a", 10, &words)).unwrap();
+        let meta = r#"{"ttl_ms": 86400000, "tags": ["t1"]}"#;
+        m.add_events(ns, "", &session("c", 5, &words[1..]), meta).unwrap();
+        m.delete_memory(ns, "b-3").unwrap();
+        let inputs: Vec<EpisodeInput> = (0..40)
+            .map(|i| EpisodeInput {
+                primary: format!("{} {} item {i}", words[i % 7], words[(i * 3) % 7]),
+                secondary: "second".into(),
+                tags: vec![format!("tag{}", i % 3)],
+                metadata: Some(format!(r#"{{"n": {i}, "x": [1.50, "é"]}}"#)),
+                embedding: Some(vec![(i as f32 * 0.37).sin(), (i as f32).cos(), 0.1 + k as f32]),
+                timestamp: Some(1700000000.123456 + i as f64),
+                ..Default::default()
+            })
+            .collect();
+        let ids = m.put_episodes(ns, inputs).unwrap();
+        m.delete_episodes(ns, &ids[..5]).unwrap();
+        let update = EpisodeInput {
+            id: Some(ids[7]),
+            primary: "river updated".into(),
+            embedding: Some(vec![0.5, 0.5, 0.5]),
+            ..Default::default()
+        };
+        m.put_episodes(ns, vec![update]).unwrap();
+        let memory = EpisodeInput {
+            episode_type: "memory".into(),
+            event_id: Some("mem-1".into()),
+            content: Some(r#"{"parts":[{"text":"river memory"}]}"#.into()),
+            primary: "river memory".into(),
+            ..Default::default()
+        };
+        m.put_episodes(ns, vec![memory]).unwrap();
+    }
+    nss
+}
+
+fn answers(m: &Mnem, ns: &Namespace) -> Vec<String> {
+    let mut out = Vec::new();
+    for q in ["river", "stone cloud", "ember", "ångström", "naïve maple", "item", "memory", "second"] {
+        out.push(String::from_utf8(m.search(ns, q).unwrap()).unwrap());
+        let mut buf = Vec::new();
+        mnem::output::write_results(&mut buf, &m.keyword_search(ns, &kq(q, 50)).unwrap());
+        out.push(String::from_utf8(buf).unwrap());
+        let mut hq = mnem::HybridQuery::new(q);
+        hq.vector = Some(vec![0.3, 0.9, 0.2]);
+        hq.limit = 20;
+        let mut buf = Vec::new();
+        mnem::output::write_hybrid_results(&mut buf, &m.hybrid_search(ns, &hq).unwrap());
+        out.push(String::from_utf8(buf).unwrap());
+        let mut buf = Vec::new();
+        mnem::output::write_page(&mut buf, &m.search_memory_lexical(ns, &mnem::LexicalQuery::new(q)).unwrap());
+        out.push(String::from_utf8(buf).unwrap());
+    }
+    out.push(format!("{:?}", m.session_event_ids(ns, "s1").unwrap()));
+    out.push(format!("{:?}", m.session_event_ids(ns, "__unknown_session_id__").unwrap()));
+    out
+}
+
+#[test]
+fn export_then_import_reproduces_records_order_and_every_answer() {
+    let src = open(":memory:");
+    let nss = varied(&src);
+    let text = export(&src, None);
+    assert!(text.starts_with(r#"{"type":"header","mnem_export":1,"#), "{}", &text[..80]);
+    let dst = open(":memory:");
+    let t = dst.import(&text, &mut |_, _| {}).unwrap();
+    assert_eq!(t.namespaces, 2);
+    assert_eq!(export(&dst, None), text, "the imported store exports the same bytes");
+    for ns in &nss {
+        assert!(answers(&src, ns) == answers(&dst, ns), "{ns:?}: answers differ after the round trip");
+        let (a, b) = (src.namespace_stats(ns).unwrap(), dst.namespace_stats(ns).unwrap());
+        assert_eq!(
+            (a.records, a.live, a.deleted, a.buckets, a.bucket_events, a.memory_tombstones),
+            (b.records, b.live, b.deleted, b.buckets, b.bucket_events, b.memory_tombstones)
+        );
+        assert_eq!((a.bm25_index, a.adk_index, a.adk), (b.bm25_index, b.adk_index, b.adk));
+        // The same writes continue the same way after the round trip.
+        for m in [&src, &dst] {
+            m.add_session(ns, "s3", &session("d", 4, &["river", "zeta"])).unwrap();
+            m.add_events(ns, "s1", &ev("late", 9.0, "river late"), "").unwrap();
+        }
+        // New writes mint new UUIDs, so compare what does not show them: ADK answers and buckets.
+        for q in ["river", "zeta", "late", "stone"] {
+            assert!(src.search(ns, q).unwrap() == dst.search(ns, q).unwrap(), "{ns:?} {q:?} after more writes");
+        }
+        assert_eq!(src.session_event_ids(ns, "s1").unwrap(), dst.session_event_ids(ns, "s1").unwrap());
+    }
+    // One namespace alone.
+    let one = open(":memory:");
+    one.import(&export(&src, Some(&nss[1])), &mut |_, _| {}).unwrap();
+    assert!(answers(&one, &nss[1]) == answers(&src, &nss[1]), "one namespace's answers differ");
+    assert_eq!(one.list_namespaces(None, 10).unwrap().namespaces.len(), 1);
+}
+
+#[test]
+fn a_bad_import_names_its_line_and_writes_nothing() {
+    let src = open(":memory:");
+    let nss = varied(&src);
+    let text = export(&src, None);
+    let lines: Vec<&str> = text.lines().collect();
+    let dst = open(":memory:");
+    let before = export(&dst, None);
+    let damaged = |at: usize, with: &str| {
+        let mut l = lines.clone();
+        l[at] = with;
+        l.join("\n")
+    };
+    let cases = [
+        (damaged(5, "{\"type\":\"episode\""), "line 6"),
+        (damaged(3, r#"{"type":"bucket","session_id":"s9","position":99,"next_seq":1}"#), "line 4"),
+        (damaged(0, r#"{"type":"header","mnem_export":2}"#), "line 1"),
+        (damaged(7, r#"{"type":"wat"}"#), "line 8"),
+        (lines[..lines.len() - 1].join("\n"), "truncated"),
+        (damaged(lines.len() - 1, r#"{"type":"end","namespaces":2,"episodes":1}"#), &format!("line {}", lines.len())),
+    ];
+    for (input, want) in &cases {
+        let e = dst.import(input, &mut |_, _| {}).unwrap_err();
+        assert_eq!(e.status, mnem::Status::InvalidArgument, "{want}: {}", e.message);
+        assert!(e.message.contains(want), "want {want:?} in {:?}", e.message);
+        assert_eq!(export(&dst, None), before, "nothing written ({want})");
+    }
+    // A namespace that already holds data is refused before anything is written.
+    dst.put_episodes(&nss[1], vec![EpisodeInput { primary: "mine".into(), ..Default::default() }]).unwrap();
+    let before = export(&dst, None);
+    let e = dst.import(&text, &mut |_, _| {}).unwrap_err();
+    assert!(e.message.contains("already holds data"), "{}", e.message);
+    assert_eq!(export(&dst, None), before);
+}
+
+#[test]
+fn namespaces_page_in_key_order_and_stats_count() {
+    let m = open(":memory:");
+    let nss = varied(&m);
+    m.add_session(&Namespace::new("b", "only-a-bucket"), "s", "").unwrap();
+    let mut all = Vec::new();
+    let mut after = None;
+    loop {
+        let p = m.list_namespaces(after.as_ref(), 1).unwrap();
+        assert!(p.namespaces.len() <= 1);
+        all.extend(p.namespaces);
+        match p.next_after {
+            Some(a) => after = Some(a),
+            None => break,
+        }
+    }
+    let names: Vec<Namespace> = all.iter().map(|n| n.namespace.clone()).collect();
+    assert_eq!(names, vec![Namespace::new("b", "only-a-bucket"), nss[0].clone(), nss[1].clone()]);
+    // 40 episodes - 5 deleted + 1 memory + 10 + 9 - 1 (delete_memory) + 5 events.
+    assert_eq!(all[1].episodes, 59);
+    let s = m.namespace_stats(&nss[0]).unwrap();
+    assert_eq!((s.live, s.buckets, s.bucket_events, s.memory_tombstones, s.dimension), (59, 3, 23, 1, Some(3)));
+    // 5 deleted episodes, 2 events dropped by the shorter re-add, 1 removed by delete_memory.
+    assert_eq!(s.deleted, 5 + 2 + 1);
+    assert!(s.bm25_index.keys > 0 && s.adk_index.keys > 0 && s.vector_index.keys > 0);
+    assert!(m.list_namespaces(None, 0).is_err() && m.list_namespaces(None, 1001).is_err());
+}
