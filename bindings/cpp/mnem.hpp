@@ -1,19 +1,35 @@
-// mnem.hpp: header-only C++17 RAII wrapper over the mnem C ABI (include/mnem.h).
+// mnem.hpp: header-only C++17 RAII wrapper over the mnem C ABI (mnem.h), installed beside it.
 //
 //   mnem::Store store(":memory:", MNEM_OPEN_CREATE);
-//   store.put_episodes("app", "user", R"({"primary":"hello world"})");
-//   std::string json = store.keyword_search("app", "user", R"({"text":"hello"})");
+//   mnem::EpisodeInput note;
+//   note.primary = "hello world";
+//   store.put_episodes("app", "user", {note});
+//   for (const mnem::ScoredEpisode& hit : store.keyword_search("app", "user", mnem::KeywordQuery{"hello"}))
+//     std::cout << hit.record.primary << " " << hit.score << "\n";
+//   std::string json = store.keyword_search("app", "user", R"({"text":"hello"})");  // raw
 //
-// Every failed call throws mnem::Error. Results are the library's JSON, unparsed.
-// One Store may be used from many threads at once (the C handle is thread-safe);
-// as with any C++ object, it must not be destroyed, closed or moved while
+// Every call comes in two forms: typed (queries and results are the structs below, parsed
+// with nlohmann/json) and raw (the query is JSON text and the result is the library's JSON,
+// unparsed, byte for byte; ADK `content` is byte-exact only there). Every failed call throws
+// mnem::Error. One Store may be used from many threads at once (the C handle is
+// thread-safe); as with any C++ object, it must not be destroyed, closed or moved while
 // another thread is using it.
+//
+// Needs nlohmann/json 3.2 or later (Debian: nlohmann-json3-dev); CMake's mnem::mnem target
+// brings it along when CMake finds it.
 #ifndef MNEM_HPP
 #define MNEM_HPP
 
 extern "C" {
 #include "mnem.h"
 }
+
+#if defined(__has_include)
+#if !__has_include(<nlohmann/json.hpp>)
+#error "mnem.hpp needs nlohmann/json (Debian: apt-get install nlohmann-json3-dev)"
+#endif
+#endif
+#include <nlohmann/json.hpp>
 
 #include <charconv>
 #include <cmath>
@@ -233,6 +249,317 @@ void append_number(std::string& out, T v, const char* op) {
 
 }  // namespace detail
 
+// ---- Typed queries and results (the JSON shapes in mnem.h) ----
+
+/// A stored episode, as every retrieval returns it. Absent optionals are empty;
+/// `metadata` and `content` are JSON values (null when absent).
+struct Episode {
+  std::string id;
+  uint64_t revision = 0;
+  std::string episode_type;
+  std::vector<std::string> tags;
+  std::string primary, secondary, context;
+  nlohmann::json metadata;
+  std::optional<std::string> author, session_id, event_id;
+  std::optional<double> timestamp;  // seconds
+  int64_t created_at_ms = 0, updated_at_ms = 0;
+  std::optional<int64_t> expires_at_ms;
+  nlohmann::json content;
+};
+
+/// An episode to write with Store::put_episodes. Empty fields are left out, so the library
+/// applies its defaults (a new UUIDv7 id, type "episode", no expiry).
+struct EpisodeInput {
+  std::string id{};
+  std::string episode_type{};
+  std::vector<std::string> tags{};
+  std::string primary{}, secondary{}, context{};
+  nlohmann::json metadata{};  // null, or an object
+  std::string author{}, session_id{}, event_id{};
+  std::optional<double> timestamp{};
+  std::optional<int64_t> expires_at_ms{};
+  std::optional<int64_t> ttl_ms{};  // instead of expires_at_ms
+  nlohmann::json content{};  // any JSON; null = none
+  std::vector<float> embedding{};
+};
+
+/// A BM25 hit: the record and its raw BM25 score.
+struct ScoredEpisode {
+  Episode record;
+  double score = 0;
+};
+
+/// A fused hybrid hit; keyword_score and semantic_score are the channels' reciprocal-rank
+/// contributions, not raw BM25 or similarity.
+struct HybridHit {
+  Episode record;
+  double score = 0, keyword_score = 0, semantic_score = 0;
+};
+
+/// ADK's MemoryEntry (Store::search_memory). `content` is parsed: for the ingested bytes
+/// exactly, use the raw Store::search.
+struct MemoryEntry {
+  std::string id;
+  nlohmann::json content;
+  std::optional<std::string> author;
+  std::optional<std::string> timestamp;  // local-time ISO 8601, as ADK formats it
+  nlohmann::json custom_metadata;
+};
+
+/// One page of a bounded lexical scan; scores are local to the page.
+struct LexicalPage {
+  std::vector<ScoredEpisode> hits;
+  uint64_t matched_records = 0, corpus_records = 0, scanned_records = 0, scanned_bytes = 0;
+  std::optional<std::string> next_after;  // continue with LexicalPageQuery::after
+  bool exhaustive = false;
+};
+
+/// One cache's use (mnem_stats).
+struct CacheStats {
+  uint64_t budget_bytes = 0, used_bytes = 0, entries = 0, hits = 0, misses = 0, evictions = 0;
+  double hit_rate = 0;
+};
+
+/// The store's statistics (mnem_stats in mnem.h).
+struct Stats {
+  uint32_t format = 0, opened_format = 0;
+  uint64_t indexes_built = 0, cache_bytes = 0;
+  CacheStats graph_cache, block_cache;
+};
+
+/// BM25 over the namespace (mnem_keyword_search). Empty optionals take the library's defaults.
+struct KeywordQuery {
+  std::string text{};
+  std::optional<uint64_t> limit{};  // default 10
+  std::optional<std::string> episode_type{};
+  std::optional<std::string> tag{};
+};
+
+/// Case-insensitive substring search (mnem_substring_search).
+struct SubstringQuery {
+  std::string text{};
+  std::optional<uint64_t> limit{};
+  std::optional<std::string> episode_type{};
+  std::optional<std::string> tag{};
+};
+
+/// One bounded BM25 page (mnem_lexical_page).
+struct LexicalPageQuery {
+  std::string text{};
+  std::optional<uint64_t> limit{};
+  std::optional<std::string> after{};  // a previous page's next_after
+  std::optional<std::string> episode_type{};
+  std::optional<std::string> tag{};
+  std::optional<uint64_t> scan_limit{};
+  std::optional<uint64_t> scan_bytes_limit{};
+};
+
+/// Hybrid search (mnem_hybrid_search): `vector` empty = lexical only.
+struct HybridQuery {
+  std::string text{};
+  std::vector<float> vector{};
+  uint64_t limit = 10;  // 0 returns no results
+  std::optional<double> semantic_weight{};
+  std::optional<uint64_t> candidates{};
+  std::optional<std::string> episode_type{};
+  std::optional<std::string> tag{};
+};
+
+namespace detail {
+
+template <class T>
+std::optional<T> optional_field(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+inline nlohmann::json field_or_null(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() ? nlohmann::json() : *it;
+}
+
+template <class T>
+void set_if(nlohmann::json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+
+inline void set_if(nlohmann::json& j, const char* key, const std::string& v) {
+  if (!v.empty()) j[key] = v;
+}
+
+inline nlohmann::json finite_array(const std::vector<float>& v, const char* op) {
+  nlohmann::json a = nlohmann::json::array();
+  for (float x : v) {
+    if (!std::isfinite(x)) throw Error(MNEM_STATUS_INVALID_ARGUMENT, op, "a vector component is not finite");
+    a.push_back(x);
+  }
+  return a;
+}
+
+/// Serializes a query or episode; invalid UTF-8 is INVALID_ARGUMENT, as the library says.
+inline std::string dump(const nlohmann::json& j, const char* op) {
+  try {
+    return j.dump();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(MNEM_STATUS_INVALID_ARGUMENT, op, e.what());
+  }
+}
+
+/// Runs f, which decodes the library's output; a mismatch is a bug on one side: INTERNAL.
+template <class F>
+auto decode(const char* op, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(MNEM_STATUS_INTERNAL, op, std::string("decoding library output: ") + e.what());
+  }
+}
+
+template <class T>
+T parse(const char* op, const std::string& raw) {
+  return decode(op, [&] { return nlohmann::json::parse(raw).get<T>(); });
+}
+
+/// The "results" array of a search's output.
+template <class T>
+std::vector<T> results(const char* op, const std::string& raw) {
+  return decode(op, [&] { return nlohmann::json::parse(raw).at("results").get<std::vector<T>>(); });
+}
+
+}  // namespace detail
+
+inline void from_json(const nlohmann::json& j, Episode& e) {
+  j.at("id").get_to(e.id);
+  j.at("revision").get_to(e.revision);
+  j.at("episode_type").get_to(e.episode_type);
+  j.at("tags").get_to(e.tags);
+  j.at("primary").get_to(e.primary);
+  j.at("secondary").get_to(e.secondary);
+  j.at("context").get_to(e.context);
+  e.metadata = detail::field_or_null(j, "metadata");
+  e.author = detail::optional_field<std::string>(j, "author");
+  e.session_id = detail::optional_field<std::string>(j, "session_id");
+  e.event_id = detail::optional_field<std::string>(j, "event_id");
+  e.timestamp = detail::optional_field<double>(j, "timestamp");
+  j.at("created_at_ms").get_to(e.created_at_ms);
+  j.at("updated_at_ms").get_to(e.updated_at_ms);
+  e.expires_at_ms = detail::optional_field<int64_t>(j, "expires_at_ms");
+  e.content = detail::field_or_null(j, "content");
+}
+
+inline void from_json(const nlohmann::json& j, ScoredEpisode& h) {
+  j.at("record").get_to(h.record);
+  j.at("score").get_to(h.score);
+}
+
+inline void from_json(const nlohmann::json& j, HybridHit& h) {
+  j.at("record").get_to(h.record);
+  j.at("score").get_to(h.score);
+  j.at("keyword_score").get_to(h.keyword_score);
+  j.at("semantic_score").get_to(h.semantic_score);
+}
+
+inline void from_json(const nlohmann::json& j, MemoryEntry& m) {
+  j.at("id").get_to(m.id);
+  m.content = detail::field_or_null(j, "content");
+  m.author = detail::optional_field<std::string>(j, "author");
+  m.timestamp = detail::optional_field<std::string>(j, "timestamp");
+  m.custom_metadata = detail::field_or_null(j, "custom_metadata");
+}
+
+inline void from_json(const nlohmann::json& j, LexicalPage& p) {
+  j.at("hits").get_to(p.hits);
+  j.at("matched_records").get_to(p.matched_records);
+  j.at("corpus_records").get_to(p.corpus_records);
+  j.at("scanned_records").get_to(p.scanned_records);
+  j.at("scanned_bytes").get_to(p.scanned_bytes);
+  p.next_after = detail::optional_field<std::string>(j, "next_after");
+  j.at("exhaustive").get_to(p.exhaustive);
+}
+
+inline void from_json(const nlohmann::json& j, CacheStats& c) {
+  j.at("budget_bytes").get_to(c.budget_bytes);
+  j.at("used_bytes").get_to(c.used_bytes);
+  j.at("entries").get_to(c.entries);
+  j.at("hits").get_to(c.hits);
+  j.at("misses").get_to(c.misses);
+  j.at("hit_rate").get_to(c.hit_rate);
+  j.at("evictions").get_to(c.evictions);
+}
+
+inline void from_json(const nlohmann::json& j, Stats& s) {
+  j.at("format").get_to(s.format);
+  j.at("opened_format").get_to(s.opened_format);
+  j.at("indexes_built").get_to(s.indexes_built);
+  j.at("cache_bytes").get_to(s.cache_bytes);
+  j.at("graph_cache").get_to(s.graph_cache);
+  j.at("block_cache").get_to(s.block_cache);
+}
+
+inline void to_json(nlohmann::json& j, const EpisodeInput& e) {
+  // Built in a local and moved into j at the end: a throw leaves j untouched (a throw
+  // while nlohmann::json(e) constructs j would leak what j already held).
+  nlohmann::json o = nlohmann::json::object();
+  detail::set_if(o, "id", e.id);
+  detail::set_if(o, "episode_type", e.episode_type);
+  if (!e.tags.empty()) o["tags"] = e.tags;
+  detail::set_if(o, "primary", e.primary);
+  detail::set_if(o, "secondary", e.secondary);
+  detail::set_if(o, "context", e.context);
+  if (!e.metadata.is_null()) o["metadata"] = e.metadata;
+  detail::set_if(o, "author", e.author);
+  detail::set_if(o, "session_id", e.session_id);
+  detail::set_if(o, "event_id", e.event_id);
+  if (e.timestamp) {
+    if (!std::isfinite(*e.timestamp)) throw Error(MNEM_STATUS_INVALID_ARGUMENT, "put_episodes", "timestamp is not finite");
+    o["timestamp"] = *e.timestamp;
+  }
+  detail::set_if(o, "expires_at_ms", e.expires_at_ms);
+  detail::set_if(o, "ttl_ms", e.ttl_ms);
+  if (!e.content.is_null()) o["content"] = e.content;
+  if (!e.embedding.empty()) o["embedding"] = detail::finite_array(e.embedding, "put_episodes");
+  j = std::move(o);
+}
+
+inline void to_json(nlohmann::json& j, const KeywordQuery& q) {
+  j = {{"text", q.text}};
+  detail::set_if(j, "limit", q.limit);
+  detail::set_if(j, "episode_type", q.episode_type);
+  detail::set_if(j, "tag", q.tag);
+}
+
+inline void to_json(nlohmann::json& j, const SubstringQuery& q) {
+  j = {{"text", q.text}};
+  detail::set_if(j, "limit", q.limit);
+  detail::set_if(j, "episode_type", q.episode_type);
+  detail::set_if(j, "tag", q.tag);
+}
+
+inline void to_json(nlohmann::json& j, const LexicalPageQuery& q) {
+  j = {{"text", q.text}};
+  detail::set_if(j, "limit", q.limit);
+  detail::set_if(j, "after", q.after);
+  detail::set_if(j, "episode_type", q.episode_type);
+  detail::set_if(j, "tag", q.tag);
+  detail::set_if(j, "scan_limit", q.scan_limit);
+  detail::set_if(j, "scan_bytes_limit", q.scan_bytes_limit);
+}
+
+inline void to_json(nlohmann::json& j, const HybridQuery& q) {
+  nlohmann::json o = {{"text", q.text}, {"limit", q.limit}};
+  if (!q.vector.empty()) o["vector"] = detail::finite_array(q.vector, "hybrid_search");
+  if (q.semantic_weight) {
+    if (!std::isfinite(*q.semantic_weight))
+      throw Error(MNEM_STATUS_INVALID_ARGUMENT, "hybrid_search", "semantic_weight is not finite");
+    o["semantic_weight"] = *q.semantic_weight;
+  }
+  detail::set_if(o, "candidates", q.candidates);
+  detail::set_if(o, "episode_type", q.episode_type);
+  detail::set_if(o, "tag", q.tag);
+  j = std::move(o);
+}
+
 /// An open mnem store; move-only, closed by the destructor.
 class Store {
  public:
@@ -412,6 +739,51 @@ class Store {
     q += '}';
     return hybrid_search(app, user, q);
   }
+
+  // ---- Typed forms ----
+
+  /// Writes the episodes atomically (all or none); returns their ids in order.
+  std::vector<std::string> put_episodes(std::string_view app, std::string_view user,
+                                        const std::vector<EpisodeInput>& episodes) {
+    std::string jsonl;
+    for (const EpisodeInput& e : episodes) {
+      if (!jsonl.empty()) jsonl += '\n';
+      jsonl += detail::dump(nlohmann::json(e), "put_episodes");
+    }
+    return put_episodes(app, user, jsonl);
+  }
+
+  /// ADK search_memory: at most 10 memories, best first.
+  std::vector<MemoryEntry> search_memory(std::string_view app, std::string_view user, std::string_view query) const {
+    std::string raw = search(app, user, query);
+    return detail::decode("search", [&] { return nlohmann::json::parse(raw).at("memories").get<std::vector<MemoryEntry>>(); });
+  }
+
+  std::vector<ScoredEpisode> keyword_search(std::string_view app, std::string_view user, const KeywordQuery& q) const {
+    return detail::results<ScoredEpisode>("keyword_search", keyword_search(app, user, detail::dump(nlohmann::json(q), "keyword_search")));
+  }
+
+  LexicalPage lexical_page(std::string_view app, std::string_view user, const LexicalPageQuery& q) const {
+    return detail::parse<LexicalPage>("lexical_page", lexical_page(app, user, detail::dump(nlohmann::json(q), "lexical_page")));
+  }
+
+  /// The matching records in ascending id order.
+  std::vector<Episode> substring_search(std::string_view app, std::string_view user, const SubstringQuery& q) const {
+    std::string raw = substring_search(app, user, detail::dump(nlohmann::json(q), "substring_search"));
+    return detail::decode("substring_search", [&] {
+      std::vector<Episode> out;
+      const nlohmann::json parsed = nlohmann::json::parse(raw);
+      for (const auto& hit : parsed.at("results")) out.push_back(hit.at("record").get<Episode>());
+      return out;
+    });
+  }
+
+  std::vector<HybridHit> hybrid_search(std::string_view app, std::string_view user, const HybridQuery& q) const {
+    return detail::results<HybridHit>("hybrid_search", hybrid_search(app, user, detail::dump(nlohmann::json(q), "hybrid_search")));
+  }
+
+  /// The statistics of stats(), parsed.
+  Stats statistics() const { return detail::parse<Stats>("stats", stats()); }
 
  private:
   using QueryFn = mnem_status (*)(const mnem_store*, mnem_str, mnem_str, mnem_str, uint8_t*, size_t,

@@ -469,6 +469,137 @@ void test_persistence() {
   CHECK(contains(s.search(A, U, "durable"), "\"id\":\"pe1\""));
 }
 
+// The typed API against real results: every field of an episode, hits, pages, memories and
+// statistics, and typed inputs round-tripping through the library.
+void test_typed() {
+  mnem::Store s(":memory:", 0, R"({"cache_bytes":8388608})");
+  const std::string a_id = "01900000-0000-7000-8000-00000000000a";
+  mnem::EpisodeInput full;
+  full.id = a_id;
+  full.episode_type = "note";
+  full.tags = {"x", "y"};
+  full.primary = "typed brown fox";
+  full.secondary = "second \"quoted\" text";
+  full.context = "context words";
+  full.metadata = {{"k", 1}};
+  full.author = "alice";
+  full.session_id = "s1";
+  full.event_id = "ev1";
+  full.timestamp = 1700000000.25;
+  full.ttl_ms = 3600000;
+  full.content = {{"a", {1, 2}}};
+  full.embedding = {1.0f, 0.0f};
+  mnem::EpisodeInput bare;
+  bare.primary = "typed brown bread";
+  bare.embedding = {0.0f, 1.0f};
+  auto ids = s.put_episodes(A, U, {full, bare});
+  CHECK(ids.size() == 2);
+  if (ids.size() != 2) return;
+  CHECK(ids[0] == a_id);
+
+  mnem::KeywordQuery kq;
+  kq.text = "brown fox";
+  auto hits = s.keyword_search(A, U, kq);
+  CHECK(hits.size() == 2);
+  if (hits.size() != 2) return;
+  CHECK(hits[0].score > hits[1].score && hits[1].score > 0);
+  const mnem::Episode& e = hits[0].record;
+  CHECK(e.id == a_id);
+  CHECK(e.revision == 1);
+  CHECK(e.episode_type == "note");
+  CHECK((e.tags == std::vector<std::string>{"x", "y"}));
+  CHECK(e.primary == "typed brown fox" && e.secondary == "second \"quoted\" text" && e.context == "context words");
+  CHECK(e.metadata == nlohmann::json({{"k", 1}}));
+  CHECK(e.author == std::optional<std::string>("alice"));
+  CHECK(e.session_id == std::optional<std::string>("s1") && e.event_id == std::optional<std::string>("ev1"));
+  CHECK(e.timestamp == std::optional<double>(1700000000.25));
+  CHECK(e.created_at_ms > 0 && e.updated_at_ms == e.created_at_ms);
+  CHECK(e.expires_at_ms && *e.expires_at_ms == e.created_at_ms + 3600000);
+  CHECK(e.content == nlohmann::json({{"a", {1, 2}}}));
+  const mnem::Episode& b = hits[1].record;
+  CHECK(b.id == ids[1] && b.episode_type == "episode" && b.tags.empty());
+  CHECK(!b.author && !b.session_id && !b.event_id && !b.timestamp && !b.expires_at_ms);
+  CHECK(b.content.is_null() && b.metadata == nlohmann::json::object());  // the library writes {} for no metadata
+  // The typed call returns what the raw call says.
+  auto raw = nlohmann::json::parse(s.keyword_search(A, U, R"({"text":"brown fox"})"));
+  CHECK(raw["results"][0]["score"].get<double>() == hits[0].score);
+
+  kq.tag = "y";
+  CHECK(s.keyword_search(A, U, kq).size() == 1);
+  kq.tag.reset();
+  kq.limit = 1;
+  CHECK(s.keyword_search(A, U, kq).size() == 1);
+
+  mnem::SubstringQuery sq;
+  sq.text = "TYPED BROWN";
+  auto subs = s.substring_search(A, U, sq);
+  CHECK(subs.size() == 2 && subs[0].id < subs[1].id);
+
+  mnem::LexicalPageQuery lq;
+  lq.text = "brown";
+  lq.scan_limit = 1;
+  mnem::LexicalPage page = s.lexical_page(A, U, lq);
+  CHECK(page.hits.size() == 1 && page.scanned_records == 1 && !page.exhaustive && page.next_after);
+  CHECK(page.scanned_bytes > 0 && page.matched_records == 1 && page.corpus_records == 1);
+  if (page.next_after) {
+    lq.after = page.next_after;
+    mnem::LexicalPage next = s.lexical_page(A, U, lq);
+    CHECK(next.hits.size() == 1 && next.hits[0].record.id != page.hits[0].record.id);
+  }
+
+  mnem::HybridQuery hq;
+  hq.text = "zzz";
+  hq.vector = {0.0f, 1.0f};
+  hq.limit = 1;
+  hq.semantic_weight = 1.0;
+  auto fused = s.hybrid_search(A, U, hq);
+  CHECK(fused.size() == 1 && fused[0].record.id == ids[1]);
+  CHECK(fused.size() == 1 && fused[0].semantic_score > 0 && fused[0].keyword_score == 0 &&
+        fused[0].score == fused[0].semantic_score);
+  hq.semantic_weight = std::nan("");
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, U, hq));
+  hq.semantic_weight = 0.5;
+  hq.vector = {1.0f};
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, U, hq));
+
+  const std::string c1 = text_content("user", "The typed ADK memory");
+  s.add_session(A, U, "sess", event("m1", "user", "12345.5", c1));
+  auto memories = s.search_memory(A, U, "typed memory");
+  CHECK(memories.size() == 1);
+  if (memories.size() == 1) {
+    CHECK(memories[0].id == "m1");
+    CHECK(memories[0].author == std::optional<std::string>("user"));
+    CHECK(memories[0].timestamp == std::optional<std::string>(iso_local(12345) + ".500000"));
+    CHECK(memories[0].content == nlohmann::json::parse(c1));
+    CHECK(memories[0].custom_metadata == nlohmann::json::object());
+  }
+  CHECK(s.search_memory(A, U, "absent").empty());
+
+  mnem::Stats st = s.statistics();
+  CHECK(st.cache_bytes == 8388608 && st.block_cache.budget_bytes == 2097152 && st.graph_cache.budget_bytes == 6291456);
+  CHECK(st.format == 2 && st.opened_format == 2 && st.indexes_built == 0);
+  CHECK(st.graph_cache.entries == 1);
+
+  // Bad typed input is rejected like raw input, and nothing is written.
+  mnem::EpisodeInput bad;
+  bad.primary = "bad\xff";
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, {bare, bad}));
+  mnem::EpisodeInput nan_vec;
+  nan_vec.primary = "nan vector";
+  nan_vec.embedding = {NAN, 0.0f};
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, {nan_vec}));
+  mnem::EpisodeInput both;
+  both.primary = "both expiries";
+  both.ttl_ms = 5;
+  both.expires_at_ms = 5;
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, {both}));
+  kq = mnem::KeywordQuery{};
+  kq.text = "typed";
+  kq.limit = 100;
+  CHECK(s.keyword_search(A, U, kq).size() == 3);  // the two episodes and the ADK event
+  CHECK(s.put_episodes(A, U, std::vector<mnem::EpisodeInput>{}).empty());
+}
+
 }  // namespace
 
 int main() {
@@ -489,6 +620,7 @@ int main() {
   run("buffer_growth", test_buffer_growth);
   run("threads", test_threads);
   run("persistence", test_persistence);
+  run("typed", test_typed);
   std::cout << passed << " passed, " << failed << " failed" << std::endl;
   return failed == 0 ? 0 : 1;
 }
