@@ -24,6 +24,10 @@ impl Mnem {
         Ok(Mnem { engine: Engine::open(path, opts)? })
     }
 
+    pub(crate) fn from_engine(engine: Engine) -> Mnem {
+        Mnem { engine }
+    }
+
     /// The engine, for the operations defined outside this file (`crate::admin`).
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine

@@ -82,6 +82,12 @@ pub struct Store {
 
 impl Store {
     pub fn open(path: &str, opts: OpenOptions) -> Result<Store> {
+        Store::open_with(path, opts, true)
+    }
+
+    /// `open`, with mnem's advisory lock or (`lock` false: a read-only view beside a writer,
+    /// `crate::admin`) without it.
+    pub(crate) fn open_with(path: &str, opts: OpenOptions, lock: bool) -> Result<Store> {
         if opts.create && opts.read_only {
             return Err(Error::invalid(
                 "MNEM_OPEN_CREATE and MNEM_OPEN_READ_ONLY cannot be combined: a read-only open cannot create a store",
@@ -142,7 +148,12 @@ impl Store {
                 ));
             }
             std::fs::create_dir_all(dir).map_err(|e| Error::new(Status::Io, format!("cannot create {path:?}: {e}")))?;
-            (path.to_string(), Some(lock_dir(dir)?), None)
+            if !lock {
+                // Beside a writer, table files may be deleted by its compactions after this
+                // open: keep every file open from the start so that reads still find them.
+                db_opts.set_max_open_files(-1);
+            }
+            (path.to_string(), if lock { Some(lock_dir(dir)?) } else { None }, None)
         };
         // A read-only open cannot create column families: open those that exist (an older
         // format lacks some), and let the format check say what is wrong.

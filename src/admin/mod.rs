@@ -11,6 +11,7 @@ mod forget;
 mod import;
 mod inspect;
 mod session;
+mod view;
 
 pub use check::CheckReport;
 pub use export::{Progress, Transfer, EXPORT_VERSION};

@@ -219,8 +219,12 @@ fn open(path: &str, write: bool, create: bool) -> Result<Mnem, Fail> {
     if path == mnem::MEMORY_PATH {
         return Err(fail(2, "`:memory:` is not a store on disk"));
     }
-    let opts = OpenOptions { create, read_only: !write, ..OpenOptions::default() };
-    Ok(Mnem::open(path, opts)?)
+    if write {
+        let opts = OpenOptions { create, ..OpenOptions::default() };
+        return Ok(Mnem::open(path, opts)?);
+    }
+    // Reading commands open a view: they work beside a process that has the store open.
+    Ok(Mnem::open_view(path, OpenOptions::default())?)
 }
 
 fn progress(what: &str) -> ProgressBar {

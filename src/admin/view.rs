@@ -1,0 +1,40 @@
+//! Read-only views beside a writer: a store opened read-only without mnem's advisory lock.
+//!
+//! A normal open (read-only included) takes `mnem.lock` exclusively, so a second open of a
+//! store in use is BUSY. A view skips that lock and opens RocksDB read-only, which never
+//! writes to the directory: it sees the store as it was at open (table files plus the
+//! write-ahead log replayed into memory) and nothing written after. Writers stay exclusive
+//! among themselves, and a view never blocks one.
+
+use crate::cache::Cache;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::store::{OpenOptions, Store};
+use crate::Mnem;
+use parking_lot::Mutex;
+
+impl Mnem {
+    /// Open a read-only view of the store at `path`, which another process (or handle) may
+    /// hold open for writing: every read answers from the state at this open, as one
+    /// snapshot, and every write is READ_ONLY. Open a new view to see later writes. Table
+    /// files the writer deletes meanwhile stay readable (the view holds them open), at the
+    /// cost of one file descriptor per table file. `opts.create` is refused; `read_only` is
+    /// implied. A store of an older format, which needs its read-write upgrade, is
+    /// INCOMPATIBLE.
+    pub fn open_view(path: &str, opts: OpenOptions) -> Result<Mnem> {
+        if opts.create {
+            return Err(Error::invalid("a read-only view cannot create a store"));
+        }
+        let opts = OpenOptions { read_only: true, ..opts };
+        let store = Store::open_with(path, opts, false)?;
+        let engine = Engine {
+            store,
+            write_lock: Mutex::new(()),
+            bm25: crate::lexical::index::Bm25Index,
+            adk: crate::adk::index::AdkSearchIndex,
+            vectors: crate::vector::VectorIndex::new(Cache::new(opts.cache_bytes - opts.block_cache_bytes())),
+            indexes_built: 0,
+        };
+        Ok(Mnem::from_engine(engine))
+    }
+}
