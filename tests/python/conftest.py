@@ -1,4 +1,5 @@
 """Shared setup: import path for the binding, the process time zone, store fixtures."""
+import importlib.util
 import os
 import sys
 import time
@@ -11,7 +12,10 @@ time.tzset()
 assert time.localtime(0).tm_gmtoff == 19800, "tzdata missing: Asia/Kolkata did not take effect"
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bindings" / "python"))
+# An installed mnem (the wheel, as scripts/test-python runs these tests) is the one under test;
+# without one, the source tree's binding is, with the library MNEM_LIB names.
+if importlib.util.find_spec("mnem") is None:
+    sys.path.insert(0, str(REPO / "bindings" / "python"))
 
 import pytest  # noqa: E402
 

@@ -366,7 +366,7 @@ class World:
         t0 = time.perf_counter()
         for i, op in enumerate(self.ops):
             if op[0] == "reopen":
-                self.mnem.close()
+                await self.mnem.close()
                 self.mnem = MnemMemoryService(self.path, create=False)
                 continue
             if op[0] == "check":
@@ -395,8 +395,8 @@ def world(tmp_path_factory):
     w = World(tmp_path_factory.mktemp("diff"))
     run(w.play())
     yield w
-    w.mnem.close()
-    w.mem.close()
+    w.mnem.close_sync()
+    w.mem.close_sync()
 
 
 def test_script_is_substantial(world):
@@ -427,7 +427,7 @@ def test_same_results_memory_store(world):
 
 
 def test_same_results_after_reopen(world):
-    world.mnem.close()
+    world.mnem.close_sync()
     world.mnem = MnemMemoryService(world.path, create=False)
     _check(world, world.mnem, "dir store after close and reopen, TZ=Asia/Kolkata")
 

@@ -98,6 +98,6 @@ def test_tokenizer_fuzz(seed):
     try:
         bad = asyncio.run(go())
     finally:
-        svc.close()
+        svc.close_sync()
     assert not bad, f"seed {seed}: {len(bad)} of 500 queries differ; first ones (query, ADK ids, mnem ids):\n" + \
         "\n".join(f"  {q!r}: ADK {w}\n  {' ' * len(repr(q))}  mnem {g}" for q, w, g in bad[:8])

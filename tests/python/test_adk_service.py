@@ -58,7 +58,7 @@ def service(request):
     else:
         svc = MnemMemoryService()
         yield svc
-        svc.close()
+        svc.close_sync()
 
 
 def search(svc, query, app=APP, user=USER):
@@ -91,7 +91,7 @@ def both():
     """ADK's service and mnem's, to drive through the same calls and compare."""
     svc = MnemMemoryService()
     yield InMemoryMemoryService(), svc
-    svc.close()
+    svc.close_sync()
 
 
 def same_answers(pair, *queries):
@@ -103,7 +103,7 @@ def same_answers(pair, *queries):
 def test_is_a_base_memory_service():
     svc = MnemMemoryService()
     assert isinstance(svc, BaseMemoryService)
-    svc.close()
+    svc.close_sync()
 
 
 # 1

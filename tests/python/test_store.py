@@ -3,6 +3,7 @@ import ctypes
 import json
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -30,10 +31,12 @@ def test_library_path_candidates_are_ordered(monkeypatch):
     monkeypatch.delenv("MNEM_LIB", raising=False)
     monkeypatch.setenv("CARGO_TARGET_DIR", "/nonexistent/t")
     c = L.candidate_paths()
-    assert str(c[0]) == "/nonexistent/t/release/libmnem.so"
-    assert str(c[1]) == "/var/cache/mnem/target/release/libmnem.so"
-    assert c[-1].parts[-3:] == ("target", "release", "libmnem.so")
+    assert c == [L.bundled_path(), Path("/nonexistent/t/release/libmnem.so")]
+    assert L.bundled_path().parent == Path(mnem.__file__).resolve().parent
+    monkeypatch.delenv("CARGO_TARGET_DIR")
+    assert L.candidate_paths() == [L.bundled_path()]
     monkeypatch.setenv("MNEM_LIB", "/x/libmnem.so")
+    assert L.candidate_paths()[0] == Path("/x/libmnem.so")
     assert str(L.find_library()) == "/x/libmnem.so"
 
 

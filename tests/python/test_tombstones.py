@@ -45,10 +45,10 @@ def test_add_memory_after_delete_memory_is_refused(store_dir, mid):
                            memories=[entry("fresh", "black tea"), entry(mid, "likes green tea again")]))
     assert mid in str(e.value)
     assert ids(svc, "tea") == [], "the whole call was refused, its valid entry included"
-    svc.close()
+    svc.close_sync()
     svc = MnemMemoryService(store_dir, create=False)
     assert ids(svc, "tea") == []
-    svc.close()
+    svc.close_sync()
 
 
 def test_event_adds_after_delete_memory_match_adk():
@@ -63,4 +63,4 @@ def test_event_adds_after_delete_memory_match_adk():
                                               events=[event("n0", "oolong tea"), event("n1", "jasmine tea")])))
     assert ids(services[0], "tea") == ["n1"]
     assert ids(services[1], "tea") == ids(services[0], "tea")
-    services[1].close()
+    services[1].close_sync()

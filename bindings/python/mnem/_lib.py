@@ -58,17 +58,25 @@ SIGNATURES = {
     "mnem_substring_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_hybrid_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_stats": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_delete_session": (c_int32, [_store, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
+    "mnem_forget_namespace": (c_int32, [_store, MnemStr, MnemStr, _err]),
 }
 
 
+def bundled_path() -> Path:
+    """Where a wheel puts the library: inside the package, next to this file."""
+    return Path(__file__).resolve().parent / "libmnem.so"
+
+
 def candidate_paths() -> list[Path]:
+    """Where the library is looked for, in order: `MNEM_LIB` (an explicit choice), the copy
+    bundled in the package, then a development build under `$CARGO_TARGET_DIR/release`."""
     out = []
     if os.environ.get("MNEM_LIB"):
         out.append(Path(os.environ["MNEM_LIB"]))
+    out.append(bundled_path())
     if os.environ.get("CARGO_TARGET_DIR"):
         out.append(Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "libmnem.so")
-    out.append(Path("/var/cache/mnem/target/release/libmnem.so"))
-    out.append(Path(__file__).resolve().parents[3] / "target" / "release" / "libmnem.so")
     return out
 
 
@@ -80,7 +88,8 @@ def find_library() -> Path:
     for p in cands:
         if p.is_file():
             return p
-    raise OSError("libmnem.so not found; tried: " + ", ".join(map(str, cands)) + " (set MNEM_LIB)")
+    raise OSError("libmnem.so not found; tried: " + ", ".join(map(str, cands))
+                  + " (install the mnem-memory wheel, or set MNEM_LIB to a built libmnem.so)")
 
 
 class _Missing:

@@ -174,6 +174,19 @@ class Store:
                    ctypes.byref(n))
         return n.value
 
+    def delete_session(self, app, user, session_id) -> int:
+        """Deletes what one ADK session added (`mnem_delete_session`): the events of its
+        bucket become tombstones and the bucket goes. Returns the number of events deleted."""
+        n = ctypes.c_uint64(0)
+        self._call(self._lib.mnem_delete_session, L.mstr(app), L.mstr(user), L.mstr(session_id),
+                   ctypes.byref(n))
+        return n.value
+
+    def forget_namespace(self, app, user) -> None:
+        """Erases the namespace (`mnem_forget_namespace`): every record, tombstone and index
+        entry goes, and its bytes are compacted out of the store's files."""
+        self._call(self._lib.mnem_forget_namespace, L.mstr(app), L.mstr(user))
+
     def search_raw(self, app, user, query) -> bytes:
         return self._read(self._lib.mnem_search, L.mstr(app), L.mstr(user), L.mstr(query))
 

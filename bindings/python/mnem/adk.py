@@ -3,27 +3,166 @@
     from mnem.adk import MnemMemoryService
     runner = Runner(..., memory_service=MnemMemoryService("/var/lib/agent/memory"))
 
+or, for ADK's command line (`adk web`, `adk api_server`, `adk run`), a `services.py` in the
+agents directory:
+
+    import mnem.adk
+    mnem.adk.register()          # then: --memory_service_uri mnem:///var/lib/agent/memory
+
 Search ranks exactly like ADK's InMemoryMemoryService (google-adk 2.13.0); unlike it, memories
-persist in the store directory. Calls run inline: each is one short library call.
+persist in the store directory. Every store call runs in a worker thread
+(`asyncio.to_thread`; the library releases the GIL), so the event loop never waits on disk.
+
+With an `embedder` (see `MemoryEmbedder`), events and memories are also stored with their
+embedding and `search_memory` answers by hybrid search (BM25 fused with vector similarity).
 """
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import inspect
 import json
+import math
+import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union, runtime_checkable
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from google.adk.memory import BaseMemoryService
 from google.adk.memory.base_memory_service import SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
+from ._errors import InvalidArgument
 from ._store import Store
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
     from google.adk.sessions.session import Session
+
+__all__ = ["MnemMemoryService", "MemoryEmbedder", "register", "parse_uri", "RECALL_TYPE",
+           "DEFAULT_SEMANTIC_WEIGHT"]
+
+# Episode type of the embedded copy of an event or memory that semantic recall searches.
+RECALL_TYPE = "adk_recall"
+# Weight of the vector channel in hybrid search (the BM25 channel gets 1 - this).
+DEFAULT_SEMANTIC_WEIGHT = 0.5
+SEARCH_LIMIT = 10
+# Marks a memory id removed by delete_memory, so that no later write gives it a recall copy
+# (ADK's writes of that id are skipped for good).
+BURIED_TYPE = "adk_recall_deleted"
+# Recall copies and burial marks are found by BM25 on hash tokens in their secondary text:
+# one for the memory id, one for the session. Users' queries never hold them.
+_TOKEN_BATCH = 64  # the most terms a keyword query takes
+_FIND_LIMIT = 1000  # the most results a keyword query returns
+# How many (namespace, memory id) -> content hashes the service remembers having embedded.
+_EMBEDDED_CACHE = 65536
+
+
+@runtime_checkable
+class MemoryEmbedder(Protocol):
+    """What semantic recall needs from an embedding model.
+
+    `dimensions` is the length of every vector. `embed(texts)` returns one vector per text,
+    in order. It may be a plain method (the service calls it in a worker thread, so a
+    blocking model call never stalls the event loop) or an `async def` (awaited on the loop).
+    """
+
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> Union[list[list[float]], Awaitable[list[list[float]]]]: ...
+
+
+# ---- URIs ------------------------------------------------------------------------------------
+
+_BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _bool_option(name: str, value: str) -> bool:
+    try:
+        return _BOOL[value.lower()]
+    except KeyError:
+        raise ValueError(f"mnem URI option {name}={value!r}: expected true or false") from None
+
+
+def _int_option(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"mnem URI option {name}={value!r}: expected an integer") from None
+
+
+def _float_option(name: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"mnem URI option {name}={value!r}: expected a number") from None
+
+
+# URI query option -> (keyword argument of MnemMemoryService, parser)
+_URI_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "sync_writes": ("sync_writes", _bool_option),
+    "read_only": ("read_only", _bool_option),
+    "create": ("create", _bool_option),
+    "cache_bytes": ("cache_bytes", _int_option),
+    "semantic_weight": ("semantic_weight", _float_option),
+}
+
+
+def parse_uri(uri: str, agents_dir: Optional[str] = None) -> tuple[str, dict[str, Any]]:
+    """Splits a memory service URI into the store path and keyword options.
+
+    Forms (the scheme is whatever the service was registered under, "mnem" by default):
+    `mnem:///abs/dir` (absolute), `mnem://rel/dir` (relative to `agents_dir`, the agents
+    directory ADK passes, else to the working directory), `mnem://:memory:` (a store inside
+    the process). Query options: sync_writes, read_only, create (true/false), cache_bytes
+    (integer), semantic_weight (0 to 1). Anything else is a ValueError naming it.
+    """
+    if not isinstance(uri, str) or "://" not in uri:
+        raise ValueError(f"not a mnem URI (expected mnem:///path, mnem://relative/path or mnem://:memory:): {uri!r}")
+    parts = urlsplit(uri)
+    if parts.fragment:
+        raise ValueError(f"mnem URI {uri!r}: a fragment (#...) means nothing here")
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key not in _URI_OPTIONS:
+            raise ValueError(f"mnem URI {uri!r}: unknown option {key!r}; known: {', '.join(sorted(_URI_OPTIONS))}")
+        name, parse = _URI_OPTIONS[key]
+        if name in options:
+            raise ValueError(f"mnem URI {uri!r}: option {key!r} is given twice")
+        options[name] = parse(key, value)
+    netloc, path = unquote(parts.netloc), unquote(parts.path)
+    if netloc == ":memory:" and not path or not netloc and path == "/:memory:":
+        return ":memory:", options
+    if netloc:
+        rel = netloc + path
+        base = Path(agents_dir) if agents_dir else Path.cwd()
+        return str(base / rel), options
+    if path and path != "/":
+        return path, options
+    raise ValueError(f"mnem URI {uri!r} names no store: use mnem:///abs/dir, mnem://rel/dir or mnem://:memory:")
+
+
+def register(scheme: str = "mnem", **service_kwargs: Any) -> None:
+    """Registers MnemMemoryService for `scheme://` memory URIs with ADK's service registry.
+
+    Put it in the agents directory's services.py; then
+    `adk web --memory_service_uri mnem:///var/lib/agent/memory agents/` uses mnem.
+    `service_kwargs` (for example `embedder=...`) go to every service the factory builds.
+    """
+    from google.adk.cli.service_registry import get_service_registry
+
+    def factory(uri: str, **kwargs: Any) -> MnemMemoryService:
+        return MnemMemoryService(uri=uri, **{**service_kwargs, **kwargs})
+
+    get_service_registry().register_memory_service(scheme, factory)
+
+
+# ---- conversions -----------------------------------------------------------------------------
 
 
 def _events_jsonl(events: Sequence["Event"]) -> bytes:
@@ -41,13 +180,20 @@ def _is_canonical_uuid(s: str) -> bool:
         return False
 
 
+def _content_text(content: Optional[types.Content]) -> str:
+    """The text ADK searches in an event or memory: its text parts joined by spaces."""
+    if content is None or not content.parts:
+        return ""
+    return " ".join(p.text for p in content.parts if p.text)
+
+
 def _memory_episode(entry: MemoryEntry, tags, ttl_ms) -> dict:
     content = json.loads(entry.content.model_dump_json())
     ep: dict[str, Any] = {
         "episode_type": "memory",
         "content": content,
         # The lexical APIs search primary; ADK search reads content like an event's.
-        "primary": " ".join(p.text for p in (entry.content.parts or []) if p.text),
+        "primary": _content_text(entry.content),
     }
     if entry.id:
         # A canonical UUID names the episode itself (a re-add updates it); any other id is
@@ -73,32 +219,170 @@ def _memory_episode(entry: MemoryEntry, tags, ttl_ms) -> dict:
     return ep
 
 
+def _token(kind: str, value: str) -> str:
+    return kind + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _memory_token(memory_id: str) -> str:
+    return _token("zmnemm", memory_id)
+
+
+def _session_token(session_id: str) -> str:
+    return _token("zmnems", session_id)
+
+
+def _entry_from_record(rec: Mapping[str, Any]) -> MemoryEntry:
+    ts = rec.get("timestamp")
+    return MemoryEntry(
+        id=rec.get("event_id") or rec.get("id"),
+        content=types.Content.model_validate(rec["content"]),
+        author=rec.get("author"),
+        timestamp=datetime.fromtimestamp(ts).isoformat() if ts is not None else None,
+        custom_metadata={},
+    )
+
+
+def _entry_from_search(m: Mapping[str, Any]) -> MemoryEntry:
+    return MemoryEntry(
+        id=m.get("id"),
+        content=types.Content.model_validate(m["content"]),
+        author=m.get("author"),
+        timestamp=m.get("timestamp"),
+        custom_metadata=m.get("custom_metadata") or {},
+    )
+
+
+class _Recall:
+    """One event or memory to embed: its memory id and the recall episode without a vector."""
+
+    __slots__ = ("memory_id", "text", "episode")
+
+    def __init__(self, memory_id: str, text: str, episode: dict):
+        self.memory_id = memory_id
+        self.text = text
+        self.episode = episode
+
+
+def _event_recalls(events: Sequence["Event"], session_id: str, tags, ttl_ms) -> list[_Recall]:
+    out = []
+    seen = set()
+    for e in events:
+        text = _content_text(e.content)
+        if not text or e.id in seen:
+            continue
+        seen.add(e.id)
+        ep: dict[str, Any] = {
+            "episode_type": RECALL_TYPE, "primary": text,
+            "secondary": f"{_memory_token(e.id)} {_session_token(session_id)}",
+            "content": json.loads(e.content.model_dump_json()), "event_id": e.id, "session_id": session_id,
+            "timestamp": e.timestamp,
+        }
+        if e.author is not None:
+            ep["author"] = e.author
+        if tags:
+            ep["tags"] = tags
+        if ttl_ms is not None:
+            ep["ttl_ms"] = ttl_ms
+        out.append(_Recall(e.id, text, ep))
+    return out
+
+
+# ---- the service -----------------------------------------------------------------------------
+
+
 class MnemMemoryService(BaseMemoryService):
-    """A BaseMemoryService over a mnem store (":memory:" for an in-process one)."""
+    """A BaseMemoryService over a mnem store (":memory:" for an in-process one).
 
-    def __init__(self, path: str = ":memory:", *, create: Optional[bool] = None, read_only: bool = False,
-                 sync_writes: bool = False, store: Optional[Store] = None):
+    `path` is the store directory; alternatively `uri` (a mnem:// URI, see `parse_uri`) with
+    `agents_dir` for relative ones, as ADK's service registry and services.yaml pass them.
+    `embedder` turns on semantic recall (see `MemoryEmbedder`); `semantic_weight` is then
+    the vector channel's weight in hybrid search (default 0.5; BM25 gets the rest).
+    Close with `await service.close()`, `async with`, `with`, or `close_sync()`.
+    """
+
+    def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, uri: Optional[str] = None,
+                 agents_dir: Optional[str] = None, create: Optional[bool] = None, read_only: bool = False,
+                 sync_writes: bool = False, cache_bytes: Optional[int] = None, store: Optional[Store] = None,
+                 embedder: Optional[MemoryEmbedder] = None,
+                 semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT):
+        if uri is not None:
+            if path is not None or store is not None:
+                raise ValueError("give one of path, uri and store")
+            path, opts = parse_uri(uri, agents_dir)
+            create = opts.get("create", create)
+            read_only = opts.get("read_only", read_only)
+            sync_writes = opts.get("sync_writes", sync_writes)
+            cache_bytes = opts.get("cache_bytes", cache_bytes)
+            semantic_weight = opts.get("semantic_weight", semantic_weight)
+        if not (isinstance(semantic_weight, (int, float)) and math.isfinite(semantic_weight)
+                and 0 <= semantic_weight <= 1):
+            raise ValueError(f"semantic_weight must be a number from 0 to 1, got {semantic_weight!r}")
+        if embedder is not None:
+            dims = getattr(embedder, "dimensions", None)
+            if not callable(getattr(embedder, "embed", None)) or not isinstance(dims, int) or dims <= 0:
+                raise TypeError("embedder must have an int `dimensions` > 0 and an `embed(texts)` method")
         self._owns_store = store is None
-        self.store = store if store is not None else Store(path, create=create, read_only=read_only,
-                                                           sync_writes=sync_writes)
+        if store is None:
+            if path is None:
+                path = ":memory:"
+            path = os.fspath(path)
+            if path != ":memory:" and not read_only and create is not False:
+                # mnem creates the store directory, not its parents.
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            options = {"cache_bytes": cache_bytes} if cache_bytes is not None else None
+            store = Store(path, create=create, read_only=read_only, sync_writes=sync_writes, options=options)
+        self.store = store
+        self.embedder = embedder
+        self.semantic_weight = float(semantic_weight)
+        self._embedded: OrderedDict[tuple, int] = OrderedDict()
 
-    def close(self) -> None:
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Closes the store (in a worker thread: closing waits for calls in flight and flushes)."""
+        await asyncio.to_thread(self.close_sync)
+
+    def close_sync(self) -> None:
+        """The synchronous close, for code without an event loop."""
         if self._owns_store:
             self.store.close()
 
-    def __enter__(self):
+    async def __aenter__(self) -> "MnemMemoryService":
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    def __enter__(self) -> "MnemMemoryService":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close_sync()
+
+    # -- writes ------------------------------------------------------------------------------
 
     async def add_session_to_memory(self, session: "Session") -> None:
-        self.store.add_session(session.app_name, session.user_id, session.id, _events_jsonl(session.events))
+        def write():
+            self.store.add_session(session.app_name, session.user_id, session.id, _events_jsonl(session.events))
+        await asyncio.to_thread(write)
+        if self.embedder is not None:
+            await self._write_recalls(session.app_name, session.user_id,
+                                      _event_recalls(session.events, session.id, None, None))
 
     async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence["Event"],
                                    session_id: str | None = None,
                                    custom_metadata: Mapping[str, object] | None = None) -> None:
-        self.store.add_events(app_name, user_id, session_id or "", _events_jsonl(events), custom_metadata)
+        """Appends events (ADK's delta ingest). custom_metadata keys mnem reads: "ttl_ms"
+        (int > 0, the events expire), "tags" (list of str), "episode_type" (str)."""
+        def write():
+            self.store.add_events(app_name, user_id, session_id or "", _events_jsonl(events), custom_metadata)
+        await asyncio.to_thread(write)
+        if self.embedder is not None:
+            meta = dict(custom_metadata or {})
+            tags = meta.get("tags")
+            tags = [tags] if isinstance(tags, str) else list(tags) if tags else None
+            await self._write_recalls(app_name, user_id,
+                                      _event_recalls(events, session_id or "", tags, meta.get("ttl_ms")))
 
     async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
                          custom_metadata: Mapping[str, object] | None = None) -> None:
@@ -115,23 +399,165 @@ class MnemMemoryService(BaseMemoryService):
             tags = [tags] if isinstance(tags, str) else [str(t) for t in tags]
         ttl_ms = meta.get("ttl_ms")
         episodes = [_memory_episode(m, tags, ttl_ms) for m in memories]
-        if episodes:
-            self.store.put_episodes(app_name, user_id, episodes)
+        if not episodes:
+            return
+        ids = await asyncio.to_thread(self.store.put_episodes, app_name, user_id, episodes)
+        if self.embedder is None:
+            return
+        recalls = []
+        for ep, uid in zip(episodes, ids):
+            text = ep["primary"]
+            if not text:
+                continue
+            memory_id = ep.get("event_id") or str(uid)
+            rec = {k: v for k, v in ep.items() if k not in ("id", "metadata")}
+            rec.update(episode_type=RECALL_TYPE, event_id=memory_id, secondary=_memory_token(memory_id))
+            recalls.append(_Recall(memory_id, text, rec))
+        await self._write_recalls(app_name, user_id, recalls)
+
+    # -- deletes -----------------------------------------------------------------------------
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
+        """Removes every memory reported with `memory_id` (ADK's delete hook); the id is never stored again."""
         if not memory_id:
             return
-        self.store.delete_memory(app_name, user_id, memory_id)
+
+        def delete():
+            n = self.store.delete_memory(app_name, user_id, memory_id)
+            if n:
+                self._bury(app_name, user_id, memory_id)
+        await asyncio.to_thread(delete)
+
+    def _bury(self, app_name: str, user_id: str, memory_id: str) -> None:
+        """Deletes the recall copies of `memory_id` and marks it buried, so that no later
+        write gives it one (ADK's writes of a deleted id are skipped for good)."""
+        token = _memory_token(memory_id)
+        copies = self._find(app_name, user_id, [token], RECALL_TYPE)
+        if copies:
+            self.store.delete_episodes(app_name, user_id, [r["id"] for r in copies])
+        if not self._find(app_name, user_id, [token], BURIED_TYPE):
+            self.store.put_episodes(app_name, user_id, [{"episode_type": BURIED_TYPE, "secondary": token}])
+        self._forget_cached(app_name, user_id)
+
+    def _find(self, app_name: str, user_id: str, tokens: Sequence[str], episode_type: str) -> list[dict]:
+        """Every visible episode of `episode_type` holding one of `tokens`."""
+        out: dict[str, dict] = {}
+        for i in range(0, len(tokens), _TOKEN_BATCH):
+            q = {"text": " ".join(tokens[i:i + _TOKEN_BATCH]), "limit": _FIND_LIMIT, "episode_type": episode_type}
+            for r in self.store.keyword_search(app_name, user_id, q)["results"]:
+                out[r["record"]["id"]] = r["record"]
+        return list(out.values())
+
+    def _forget_cached(self, app_name: str, user_id: str) -> None:
+        for k in [k for k in self._embedded if k[0] == app_name and k[1] == user_id]:
+            del self._embedded[k]
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str | None) -> int:
+        """Deletes what one session added to memory (its add_session_to_memory and
+        add_events_to_memory events, and their recall copies): search then ranks as if the
+        session had never been added. Returns the number of events deleted. Not part of
+        BaseMemoryService. Like every delete, the text leaves the records at once and the
+        store's files at their next compaction; `forget_user` erases at once."""
+        session_id = session_id or ""
+
+        def delete() -> int:
+            n = self.store.delete_session(app_name, user_id, session_id or "__unknown_session_id__")
+            token = _session_token(session_id)
+            while True:
+                copies = self._find(app_name, user_id, [token], RECALL_TYPE)
+                if not copies:
+                    break
+                self.store.delete_episodes(app_name, user_id, [r["id"] for r in copies])
+            self._forget_cached(app_name, user_id)
+            return n
+        return await asyncio.to_thread(delete)
+
+    async def forget_user(self, *, app_name: str, user_id: str) -> None:
+        """Erases everything stored for `(app_name, user_id)`: memories, deletion marks,
+        indexes, embeddings; the bytes are compacted out of the store's files before this
+        returns. Not part of BaseMemoryService."""
+        def forget() -> None:
+            self.store.forget_namespace(app_name, user_id)
+            self._forget_cached(app_name, user_id)
+        await asyncio.to_thread(forget)
+
+    # -- search ------------------------------------------------------------------------------
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        result = self.store.search(app_name, user_id, query)
-        return SearchMemoryResponse(memories=[
-            MemoryEntry(
-                id=m.get("id"),
-                content=types.Content.model_validate(m["content"]),
-                author=m.get("author"),
-                timestamp=m.get("timestamp"),
-                custom_metadata=m.get("custom_metadata") or {},
-            )
-            for m in result.get("memories", [])
-        ])
+        """ADK's ranking (InMemoryMemoryService) without an embedder; with one, hybrid search
+        (see `hybrid_query`)."""
+        if self.embedder is None:
+            result = await asyncio.to_thread(self.store.search, app_name, user_id, query)
+            return SearchMemoryResponse(memories=[_entry_from_search(m) for m in result.get("memories", [])])
+        if not query.strip():
+            return SearchMemoryResponse(memories=[])
+        q = await self.hybrid_query(query)
+        result = await asyncio.to_thread(self.store.hybrid_search, app_name, user_id, q)
+        return SearchMemoryResponse(memories=[_entry_from_record(r["record"]) for r in result.get("results", [])])
+
+    async def hybrid_query(self, query: str, limit: int = SEARCH_LIMIT) -> dict:
+        """The mnem_hybrid_search query search_memory sends: the text, its embedding, the
+        weight, restricted to the recall copies."""
+        q: dict[str, Any] = {"text": query, "limit": limit, "semantic_weight": self.semantic_weight,
+                             "episode_type": RECALL_TYPE}
+        if self.semantic_weight > 0:
+            q["vector"] = (await self._embed([query]))[0]
+        return q
+
+    # -- embeddings --------------------------------------------------------------------------
+
+    async def _embed(self, texts: list[str]) -> list[list[float]]:
+        embedder = self.embedder
+        assert embedder is not None
+        if inspect.iscoroutinefunction(embedder.embed):
+            vectors = await embedder.embed(texts)
+        else:
+            vectors = await asyncio.to_thread(embedder.embed, texts)
+            if inspect.isawaitable(vectors):
+                vectors = await vectors
+        vectors = [[float(x) for x in v] for v in vectors]
+        if len(vectors) != len(texts):
+            raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
+        for v in vectors:
+            if len(v) != embedder.dimensions:
+                raise ValueError(f"embedder returned a vector of {len(v)} numbers; its dimensions are "
+                                 f"{embedder.dimensions}")
+        return vectors
+
+    async def _write_recalls(self, app_name: str, user_id: str, recalls: list[_Recall]) -> None:
+        """Embeds and stores the recall copies not already stored with the same content."""
+        def key(r):
+            return (app_name, user_id, r.memory_id)
+
+        def fingerprint(r):
+            return hash(json.dumps(r.episode, sort_keys=True, ensure_ascii=False, default=str))
+
+        prints = {id(r): fingerprint(r) for r in recalls}
+        todo = [r for r in recalls if self._embedded.get(key(r)) != prints[id(r)]]
+        if not todo:
+            return
+        vectors = await self._embed([r.text for r in todo])
+        for r, v in zip(todo, vectors):
+            r.episode["embedding"] = v
+
+        def write():
+            by_token: dict[str, list[_Recall]] = {}
+            for r in todo:
+                by_token.setdefault(_memory_token(r.memory_id), []).append(r)
+            tokens = list(by_token)
+            buried = {t for rec in self._find(app_name, user_id, tokens, BURIED_TYPE)
+                      for t in (rec.get("secondary") or "").split() if t in by_token}
+            # A re-added memory keeps its recall copy's id (a new revision of it).
+            for rec in self._find(app_name, user_id, tokens, RECALL_TYPE):
+                for t in (rec.get("secondary") or "").split():
+                    for r in by_token.get(t, []):
+                        r.episode["id"] = rec["id"]
+            live = [r for r in todo if _memory_token(r.memory_id) not in buried]
+            if live:
+                self.store.put_episodes(app_name, user_id, [r.episode for r in live])
+            for r in todo:
+                self._embedded[key(r)] = prints[id(r)]
+                self._embedded.move_to_end(key(r))
+            while len(self._embedded) > _EMBEDDED_CACHE:
+                self._embedded.popitem(last=False)
+        await asyncio.to_thread(write)
