@@ -1,8 +1,8 @@
 //! `mnem`: inspect and manage a mnem store from the shell.
 //!
-//! `mnem <command> <store-dir> [options]`. Commands that only read open the store read-only;
-//! `import`, `forget`, `backup` and `compact` open it read-write (and so need it not to be
-//! open in another process). Tables by default, `--json` for scripts; progress bars go to
+//! `mnem <command> <store-dir> [options]`. Commands that only read open a read-only view
+//! (`Mnem::open_view`, usable beside a writing process); `import`, `forget`, `backup` and
+//! `compact` open the store read-write (and so need it not to be open in another process). Tables by default, `--json` for scripts; progress bars go to
 //! stderr only when it is a terminal.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -26,9 +26,12 @@ EXIT STATUS
 #[derive(Parser)]
 #[command(name = "mnem", version, about = "Inspect and manage a mnem store", after_long_help = EXIT_CODES)]
 #[command(long_about = "Inspect and manage a mnem store (a directory written by libmnem).\n\n\
-Commands that only read open the store read-only and never change it; import, forget, backup \
-and compact open it read-write, which needs the store not to be open in any other process \
-(exit status 5 otherwise). Output is a table for people; --json prints JSON for scripts.")]
+Commands that only read (info, namespaces, search, get, export, check) open a read-only view: \
+they never change the store, work while another process has it open for writing, and see the \
+store as it was when the command started. import, forget, backup and compact open it \
+read-write, which needs the store not to be open in any other process (exit status 5 \
+otherwise). Output is a table for people; --json prints JSON for scripts. Progress is shown on \
+stderr when it is a terminal.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

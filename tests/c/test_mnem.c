@@ -1697,6 +1697,210 @@ static void test_damaged_table(void) {
   mnem_free(s);
 }
 
+/* ---- store management ------------------------------------------------------------------ */
+
+/* The management reads, adapted to read_fn so FETCH and buffer_convention apply. */
+static mnem_status stats_fn(const mnem_store *s, mnem_str app, mnem_str user, mnem_str q,
+                            uint8_t *out, size_t cap, size_t *len, mnem_error *e) {
+  (void)q;
+  return mnem_namespace_stats(s, app, user, out, cap, len, e);
+}
+static mnem_status list_fn(const mnem_store *s, mnem_str app, mnem_str user, mnem_str q,
+                           uint8_t *out, size_t cap, size_t *len, mnem_error *e) {
+  (void)app, (void)user;
+  return mnem_list_namespaces(s, q, out, cap, len, e);
+}
+static mnem_status check_fn(const mnem_store *s, mnem_str app, mnem_str user, mnem_str q,
+                            uint8_t *out, size_t cap, size_t *len, mnem_error *e) {
+  (void)app, (void)user, (void)q;
+  return mnem_check(s, out, cap, len, e);
+}
+/* The export (JSON Lines, so not one JSON object), malloc'd and NUL-terminated, or NULL. */
+static char *fetch_export(const mnem_store *s, mnem_str app, mnem_str user, int all) {
+  size_t need = 0, len = 0;
+  EXPECT(mnem_export(s, app, user, all, NULL, 0, &need, &err), MNEM_STATUS_BUFFER_TOO_SMALL);
+  if (need == 0) return NULL;
+  char *buf = malloc(need + 1);
+  EXPECT(mnem_export(s, app, user, all, (uint8_t *)buf, need, &len, &err), OK);
+  CHECK(len == need && buf[len - 1] == '\n');
+  buf[len] = '\0';
+  CHECK(strlen(buf) == len && utf8_valid((const unsigned char *)buf, len));
+  return buf;
+}
+
+static long num_value(const char *json, const char *key, int n) {
+  const char *v = kv_nth(json, key, n);
+  return v ? strtol(v, NULL, 10) : -1;
+}
+
+static void test_admin(void) {
+  char db[PATH_MAX + 16], backup[PATH_MAX + 32];
+  snprintf(db, sizeof db, "%s/admin", g_tmp);
+  snprintf(backup, sizeof backup, "%s/admin-backup", g_tmp);
+  mnem_str app = STR("a"), u1 = STR("u1"), u2 = STR("u2");
+  mnem_store *s = NULL;
+  uint64_t n = 99;
+  uint8_t ids[32];
+  char id0[37], id1[37], q[256];
+  EXPECT(mnem_open(S(db), MNEM_OPEN_CREATE, EMPTY, &s, &err), OK);
+  if (!s) return;
+  EXPECT(mnem_add_session(s, app, u1, STR("s1"),
+                          STR(EV("e1", "user", "1", "apple pear") "\n" EV("e2", "user", "2", "pear")
+                              "\n" EV("e3", "model", "3", "apple kiwi")),
+                          &n, &err),
+         OK);
+  EXPECT(mnem_add_session(s, app, u1, STR("s2"),
+                          STR(EV("k1", "user", "4", "kiwi kiwi") "\n" EV("k2", "user", "5", "kiwi")),
+                          &n, &err),
+         OK);
+  EXPECT(mnem_add_session(s, app, u2, STR("s1"), STR(EV("o1", "user", "6", "kiwi other")), &n,
+                          &err),
+         OK);
+  EXPECT(mnem_put_episodes(s, app, u1,
+                           STR("{\"primary\":\"banana\",\"embedding\":[1,0]}\n{\"primary\":\"cherry\"}"),
+                           ids, sizeof ids, &err),
+         OK);
+  uuid_text(ids, id0), uuid_text(ids + 16, id1);
+  char *before = FETCH(mnem_search, s, app, u1, STR("kiwi"));
+  CHECK(count_key(before, "custom_metadata") == 3);
+
+  /* mnem_delete_session: the bucket's events go; the rest rank as before, without them. */
+  CTX("delete_session");
+  EXPECT(mnem_delete_session(s, app, u1, STR("s2"), &n, &err), OK);
+  CHECK(n == 2);
+  char *after = FETCH(mnem_search, s, app, u1, STR("kiwi"));
+  CHECK(count_key(after, "custom_metadata") == 1 && pos_of(after, "id", "\"e3\"") > 0);
+  n = 9;
+  EXPECT(mnem_delete_session(s, app, u1, STR("s2"), &n, &err), OK);
+  CHECK(n == 0);
+  EXPECT_NOERR(mnem_delete_session(s, app, u1, STR("never"), NULL, NULL), OK);
+  n = 9;
+  EXPECT(mnem_delete_session(s, app, u1, BADU, &n, &err), INVAL);
+  CHECK(n == 0 && msg_has("session_id"));
+  EXPECT(mnem_delete_session(s, app, NULLSTR, STR("s1"), &n, &err), INVAL);
+  EXPECT(mnem_delete_session(NULL, app, u1, STR("s1"), &n, &err), INVAL);
+  CHECK(n == 0);
+  free(before), free(after);
+
+  /* mnem_get_episodes: line order, null for an id without a visible episode. */
+  CTX("get_episodes");
+  snprintf(q, sizeof q, "\"%s\"\n\"01900000-0000-7000-8000-000000000000\"\n\"%s\"", id1, id0);
+  char *got = FETCH(mnem_get_episodes, s, app, u1, S(q));
+  CHECK(got && count_key(got, "revision") == 2 && strstr(got, "},null,{") != NULL);
+  CHECK(pos_of(got, "primary", "\"cherry\"") < pos_of(got, "primary", "\"banana\""));
+  free(got);
+  got = FETCH(mnem_get_episodes, s, app, u2, S(q)); /* another namespace: all null */
+  CHECK(same(got, "{\"episodes\":[null,null,null]}"));
+  free(got);
+  READ_FAILS(mnem_get_episodes, s, app, u1, STR("\"x\"\n\"nope\""), INVAL);
+  buffer_convention("mnem_get_episodes", mnem_get_episodes, s, app, u1, S(q), STR("[1]"));
+
+  /* mnem_list_namespaces: pages by cursor. */
+  CTX("list_namespaces");
+  char *all = FETCH(list_fn, s, EMPTY, EMPTY, EMPTY);
+  CHECK(count_key(all, "app_name") == 2 && strstr(all, "\"next_after\":null") != NULL);
+  free(all);
+  char *page = FETCH(list_fn, s, EMPTY, EMPTY, STR("{\"limit\":1}"));
+  CHECK(count_key(page, "episodes") == 1 && strstr(page, "\"next_after\":{") != NULL);
+  char user[64];
+  str_value(page, "user_id", 0, user, sizeof user);
+  snprintf(q, sizeof q, "{\"limit\":1,\"after\":{\"app_name\":\"a\",\"user_id\":\"%s\"}}", user);
+  free(page);
+  page = FETCH(list_fn, s, EMPTY, EMPTY, S(q));
+  char user2[64];
+  str_value(page, "user_id", 0, user2, sizeof user2);
+  CHECK(strcmp(user, user2) != 0 && user2[0] != '\0');
+  free(page);
+  READ_FAILS(list_fn, s, EMPTY, EMPTY, STR("{\"limit\":0}"), INVAL);
+  READ_FAILS(list_fn, s, EMPTY, EMPTY, STR("{\"after\":{\"app_name\":\"a\"}}"), INVAL);
+  READ_FAILS(list_fn, s, EMPTY, EMPTY, STR("{\"zzz\":1}"), INVAL);
+  buffer_convention("mnem_list_namespaces", list_fn, s, EMPTY, EMPTY, EMPTY, STR("{\"limit\":1001}"));
+
+  /* mnem_namespace_stats */
+  CTX("namespace_stats");
+  char *st = FETCH(stats_fn, s, app, u1, EMPTY);
+  CHECK(num_value(st, "live", 0) == 5 && num_value(st, "deleted", 0) == 2);
+  CHECK(num_value(st, "buckets", 0) == 1 && num_value(st, "bucket_events", 0) == 3);
+  CHECK(num_value(st, "dimension", 0) == 2);
+  free(st);
+  st = FETCH(stats_fn, s, app, STR("nobody"), EMPTY);
+  CHECK(num_value(st, "keys", 0) == 0 && strstr(st, "\"dimension\":null") != NULL);
+  free(st);
+  READ_FAILS(stats_fn, s, BADU, u1, EMPTY, INVAL);
+
+  /* mnem_export / mnem_import: the same answers from a fresh store. */
+  CTX("export/import");
+  char *dump = fetch_export(s, app, u1, 1);
+  char *one = fetch_export(s, app, u2, 0);
+  const char *head = "{\"type\":\"header\",\"mnem_export\":1,";
+  CHECK(dump && one && strncmp(dump, head, strlen(head)) == 0);
+  CHECK(one && strstr(one, "\"o1\"") && !strstr(one, "\"e1\""));
+  mnem_store *m = open_memory();
+  EXPECT(mnem_import(m, STR("{\"type\":\"header\",\"mnem_export\":1}\n{\"type\":\"oops\"}"), &n,
+                     &err),
+         INVAL);
+  CHECK(n == 0 && msg_has("line 2"));
+  EXPECT(mnem_import(m, S(dump), &n, &err), OK);
+  CHECK(n == 8); /* 3 + 2 (tombstones) + 1 + 2 */
+  char *x = FETCH(mnem_search, s, app, u1, STR("apple kiwi")),
+       *y = FETCH(mnem_search, m, app, u1, STR("apple kiwi"));
+  CHECK(same(x, y));
+  free(x), free(y);
+  x = FETCH(mnem_hybrid_search, s, app, u1, STR("{\"text\":\"banana\",\"vector\":[1,0]}"));
+  y = FETCH(mnem_hybrid_search, m, app, u1, STR("{\"text\":\"banana\",\"vector\":[1,0]}"));
+  CHECK(same(x, y));
+  free(x), free(y);
+  EXPECT(mnem_import(m, S(one), &n, &err), INVAL);
+  CHECK(n == 0 && msg_has("already holds data"));
+  EXPECT(mnem_import(NULL, S(one), &n, &err), INVAL);
+  size_t need = 9;
+  EXPECT(mnem_export(NULL, app, u1, 0, NULL, 0, &need, &err), INVAL);
+  CHECK(need == 0);
+  EXPECT(mnem_export(s, BADU, u1, 0, NULL, 0, &need, &err), INVAL);
+  EXPECT(mnem_export(s, BADU, u1, 1, NULL, 0, &need, &err), MNEM_STATUS_BUFFER_TOO_SMALL);
+  CHECK(need > 0); /* `all` ignores the namespace */
+  free(dump), free(one);
+
+  /* mnem_check, mnem_backup */
+  CTX("check/backup");
+  char *ck = FETCH(check_fn, s, EMPTY, EMPTY, EMPTY);
+  CHECK(ck && strncmp(ck, "{\"ok\":true", 10) == 0 && strstr(ck, "\"problem\":null"));
+  free(ck);
+  EXPECT(mnem_backup(s, S(backup), &err), OK);
+  EXPECT(mnem_backup(s, S(backup), &err), INVAL); /* exists */
+  EXPECT(mnem_backup(s, EMPTY, &err), INVAL);
+  EXPECT(mnem_backup(m, STR("/tmp/never-written"), &err), INVAL); /* :memory: */
+  EXPECT(mnem_backup(NULL, S(backup), &err), INVAL);
+  mnem_store *b = NULL;
+  EXPECT(mnem_open(S(backup), MNEM_OPEN_READ_ONLY, EMPTY, &b, &err), OK);
+  if (b) {
+    x = FETCH(mnem_search, s, app, u1, STR("apple"));
+    y = FETCH(mnem_search, b, app, u1, STR("apple"));
+    CHECK(same(x, y));
+    free(x), free(y);
+    EXPECT(mnem_backup(b, STR("/tmp/never-written"), &err), MNEM_STATUS_READ_ONLY);
+    EXPECT(mnem_forget_namespace(b, app, u1, &err), MNEM_STATUS_READ_ONLY);
+    EXPECT(mnem_delete_session(b, app, u1, STR("s1"), &n, &err), MNEM_STATUS_READ_ONLY);
+    mnem_free(b);
+  }
+
+  /* mnem_forget_namespace */
+  CTX("forget_namespace");
+  EXPECT(mnem_forget_namespace(s, app, u1, &err), OK);
+  CHECK(NRES(mnem_search, s, app, u1, STR("apple")) == 0);
+  CHECK(NRES(mnem_search, s, app, u2, STR("kiwi")) == 1);
+  all = FETCH(list_fn, s, EMPTY, EMPTY, EMPTY);
+  CHECK(count_key(all, "app_name") == 1);
+  free(all);
+  EXPECT_NOERR(mnem_forget_namespace(s, app, u1, NULL), OK);
+  EXPECT(mnem_forget_namespace(s, BADU, u1, &err), INVAL);
+  CHECK(msg_has("app_name"));
+  EXPECT(mnem_forget_namespace(NULL, app, u1, &err), INVAL);
+  mnem_free(m);
+  mnem_free(s);
+  g_ctx[0] = '\0';
+}
+
 int main(void) {
   tzset();
   snprintf(g_tmp, sizeof g_tmp, "%s/mnem-c-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -1721,6 +1925,7 @@ int main(void) {
   mnem_free(m);
   test_memory_stores();
   test_persistence();
+  test_admin();
   test_newer_format();
   test_damaged_records();
   test_damaged_table();
