@@ -1,6 +1,8 @@
 """MnemError and one subclass per mnem_status."""
 from __future__ import annotations
 
+from typing import Optional
+
 from . import _lib as L
 
 
@@ -8,6 +10,8 @@ class MnemError(Exception):
     """A call returned a non-OK mnem_status."""
 
     status: int = -1
+    # Set only when the library's err.code differed from the returned status (a library bug).
+    error_code: Optional[int] = None
 
     def __init__(self, status: int, status_name: str, message: str):
         super().__init__(f"{status_name} ({status}): {message}" if message else f"{status_name} ({status})")

@@ -6,6 +6,7 @@ import os
 import threading
 from ctypes import POINTER, c_char, c_char_p, c_int32, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union, overload
 
 ABI_VERSION = 1
 ERROR_MESSAGE_CAP = 512
@@ -103,6 +104,11 @@ class _Missing:
 
 
 class Lib:
+    """The loaded library: one attribute per SIGNATURES entry (set in __init__)."""
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any: ...
+
     def __init__(self, path: Path):
         self.path = path
         self.dll = ctypes.CDLL(str(path))
@@ -135,7 +141,13 @@ def lib() -> Lib:
     return _lib
 
 
-def to_bytes(value) -> bytes | None:
+@overload
+def to_bytes(value: None) -> None: ...
+@overload
+def to_bytes(value: Union[str, bytes, bytearray, memoryview]) -> bytes: ...
+
+
+def to_bytes(value: Any) -> Optional[bytes]:
     """str -> strict UTF-8; bytes pass through untouched (so tests can send invalid UTF-8)."""
     if value is None:
         return None

@@ -8,7 +8,7 @@ import os
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Iterable, Optional, Protocol, Union, runtime_checkable
 
 from . import _lib as L
 from ._errors import check
@@ -34,6 +34,14 @@ def _query(q) -> bytes:
     if isinstance(q, (str, bytes, bytearray, memoryview)):
         return L.to_bytes(q)
     return json.dumps(q, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+# A string argument: str (sent as UTF-8) or bytes (sent as is; mnem rejects invalid UTF-8).
+Text = Union[str, bytes]
+# JSON Lines input: one buffer, or an iterable of lines (str/bytes) or of dicts (JSON-encoded).
+Lines = Union[str, bytes, Iterable[Union[str, bytes, Mapping[str, Any]]]]
+# A query object (dict, JSON-encoded) or its JSON text.
+Query = Union[str, bytes, Mapping[str, Any]]
 
 
 @runtime_checkable
@@ -75,20 +83,20 @@ class Store:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def _enter(self):
+    def _enter(self) -> int:
         with self._cv:
             if self._handle is None or self._closing:
                 raise ValueError("mnem store is closed")
             self._active += 1
             return self._handle
 
-    def _leave(self):
+    def _leave(self) -> None:
         with self._cv:
             self._active -= 1
             if self._active == 0:
                 self._cv.notify_all()
 
-    def _call(self, fn, *args):
+    def _call(self, fn: Any, *args: Any) -> None:
         h = self._enter()
         try:
             err = L.ErrorBuf()
@@ -97,7 +105,7 @@ class Store:
         finally:
             self._leave()
 
-    def _read(self, fn, *args) -> bytes:
+    def _read(self, fn: Any, *args: Any) -> bytes:
         """Calls an out-buffer function, growing the buffer on BUFFER_TOO_SMALL."""
         h = self._enter()
         try:
@@ -129,13 +137,13 @@ class Store:
             h, self._handle = self._handle, None
         self._lib.mnem_free(h)
 
-    def __enter__(self):
+    def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             if getattr(self, "_handle", None) is not None:
                 self.close()
@@ -147,14 +155,15 @@ class Store:
 
     # -- ADK seam --------------------------------------------------------------------------------
 
-    def add_session(self, app, user, session_id, events_jsonl) -> int:
+    def add_session(self, app: Text, user: Text, session_id: Text, events_jsonl: Lines) -> int:
         """Replaces the session's bucket (ADK add_session_to_memory). Returns events stored."""
         n = ctypes.c_uint64(0)
         self._call(self._lib.mnem_add_session, L.mstr(app), L.mstr(user), L.mstr(session_id),
                    L.mstr(_jsonl(events_jsonl)), ctypes.byref(n))
         return n.value
 
-    def add_events(self, app, user, session_id, events_jsonl, custom_metadata=None) -> int:
+    def add_events(self, app: Text, user: Text, session_id: Optional[Text], events_jsonl: Lines,
+                   custom_metadata: Union[Text, Mapping[str, Any], None] = None) -> int:
         """Appends unseen events (ADK add_events_to_memory). Returns events added."""
         n = ctypes.c_uint64(0)
         if custom_metadata is None:
@@ -168,13 +177,13 @@ class Store:
                    L.mstr(_jsonl(events_jsonl)), L.mstr(meta), ctypes.byref(n))
         return n.value
 
-    def delete_memory(self, app, user, memory_id) -> int:
+    def delete_memory(self, app: Text, user: Text, memory_id: Optional[Text]) -> int:
         n = ctypes.c_uint64(0)
         self._call(self._lib.mnem_delete_memory, L.mstr(app), L.mstr(user), L.mstr(memory_id or ""),
                    ctypes.byref(n))
         return n.value
 
-    def delete_session(self, app, user, session_id) -> int:
+    def delete_session(self, app: Text, user: Text, session_id: Text) -> int:
         """Deletes what one ADK session added (`mnem_delete_session`): the events of its
         bucket become tombstones and the bucket goes. Returns the number of events deleted."""
         n = ctypes.c_uint64(0)
@@ -182,21 +191,21 @@ class Store:
                    ctypes.byref(n))
         return n.value
 
-    def forget_namespace(self, app, user) -> None:
+    def forget_namespace(self, app: Text, user: Text) -> None:
         """Erases the namespace (`mnem_forget_namespace`): every record, tombstone and index
         entry goes, and its bytes are compacted out of the store's files."""
         self._call(self._lib.mnem_forget_namespace, L.mstr(app), L.mstr(user))
 
-    def search_raw(self, app, user, query) -> bytes:
+    def search_raw(self, app: Text, user: Text, query: Text) -> bytes:
         return self._read(self._lib.mnem_search, L.mstr(app), L.mstr(user), L.mstr(query))
 
-    def search(self, app, user, query) -> dict:
+    def search(self, app: Text, user: Text, query: Text) -> dict[str, Any]:
         """ADK search_memory: {"memories": [MemoryEntry JSON...]}."""
         return json.loads(self.search_raw(app, user, query))
 
     # -- episodes --------------------------------------------------------------------------------
 
-    def put_episodes(self, app, user, episodes) -> list[uuid.UUID]:
+    def put_episodes(self, app: Text, user: Text, episodes: Lines) -> list[uuid.UUID]:
         """Inserts or updates episodes (dicts, JSON lines, or a JSONL buffer); returns their ids in line order."""
         data = _jsonl(episodes)
         count = sum(1 for line in data.split(b"\n") if line.strip(b" \t\r"))  # the core's blank-line rule
@@ -205,7 +214,7 @@ class Store:
         raw = bytes(buf)
         return [uuid.UUID(bytes=raw[16 * i:16 * i + 16]) for i in range(count)]
 
-    def delete_episodes(self, app, user, ids) -> int:
+    def delete_episodes(self, app: Text, user: Text, ids: Union[Text, Iterable[Union[str, uuid.UUID]]]) -> int:
         if isinstance(ids, (str, bytes)):
             data = L.to_bytes(ids)
         else:
@@ -214,23 +223,23 @@ class Store:
         self._call(self._lib.mnem_delete_episodes, L.mstr(app), L.mstr(user), L.mstr(data), ctypes.byref(n))
         return n.value
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """The store's statistics (`mnem_stats`): format, cache budget, use, hits and misses."""
         return json.loads(self._read(self._lib.mnem_stats))
 
-    def keyword_search(self, app, user, query) -> dict:
+    def keyword_search(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         return json.loads(self._read(self._lib.mnem_keyword_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
-    def lexical_page(self, app, user, query) -> dict:
+    def lexical_page(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         return json.loads(self._read(self._lib.mnem_lexical_page, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
-    def substring_search(self, app, user, query) -> dict:
+    def substring_search(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         return json.loads(self._read(self._lib.mnem_substring_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
-    def hybrid_search(self, app, user, query) -> dict:
+    def hybrid_search(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         return json.loads(self._read(self._lib.mnem_hybrid_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
-    def hybrid_search_text(self, app, user, text: str, embedder: Optional[Embedder], *, limit: int = 10,
+    def hybrid_search_text(self, app: Text, user: Text, text: str, embedder: Optional[Embedder], *, limit: int = 10,
                            semantic_weight: float = 0.5, candidates: Optional[int] = None,
                            episode_type: Optional[str] = None, tag: Optional[str] = None) -> dict:
         """Hybrid search that embeds `text` with `embedder` only when the result can use it."""
@@ -247,6 +256,6 @@ class Store:
         # weight, and skip the embedding cost.
         use_vector = (embedder is not None and isinstance(semantic_weight, (int, float))
                       and math.isfinite(semantic_weight) and 0 < semantic_weight <= 1)
-        if use_vector:
+        if use_vector and embedder is not None:
             q["vector"] = [float(x) for x in embedder(text)]
         return self.hybrid_search(app, user, q)

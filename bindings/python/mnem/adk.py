@@ -219,6 +219,13 @@ def _memory_episode(entry: MemoryEntry, tags, ttl_ms) -> dict:
     return ep
 
 
+def _tags(value: Any) -> Optional[list[str]]:
+    """custom_metadata["tags"]: one string or a list of them."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(t) for t in value]
+
+
 def _token(kind: str, value: str) -> str:
     return kind + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -268,7 +275,7 @@ def _event_recalls(events: Sequence["Event"], session_id: str, tags, ttl_ms) -> 
     seen = set()
     for e in events:
         text = _content_text(e.content)
-        if not text or e.id in seen:
+        if not text or e.content is None or e.id in seen:
             continue
         seen.add(e.id)
         ep: dict[str, Any] = {
@@ -379,10 +386,9 @@ class MnemMemoryService(BaseMemoryService):
         await asyncio.to_thread(write)
         if self.embedder is not None:
             meta = dict(custom_metadata or {})
-            tags = meta.get("tags")
-            tags = [tags] if isinstance(tags, str) else list(tags) if tags else None
             await self._write_recalls(app_name, user_id,
-                                      _event_recalls(events, session_id or "", tags, meta.get("ttl_ms")))
+                                      _event_recalls(events, session_id or "", _tags(meta.get("tags")),
+                                                     meta.get("ttl_ms")))
 
     async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
                          custom_metadata: Mapping[str, object] | None = None) -> None:
@@ -394,9 +400,7 @@ class MnemMemoryService(BaseMemoryService):
         never returns, whichever call writes it).
         """
         meta = dict(custom_metadata or {})
-        tags = meta.get("tags")
-        if tags is not None:
-            tags = [tags] if isinstance(tags, str) else [str(t) for t in tags]
+        tags = _tags(meta.get("tags"))
         ttl_ms = meta.get("ttl_ms")
         episodes = [_memory_episode(m, tags, ttl_ms) for m in memories]
         if not episodes:
