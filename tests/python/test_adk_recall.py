@@ -148,3 +148,15 @@ def test_without_embedder_recall_copies_are_not_written():
         add_events(svc, [ev("a", "oolong tea")])
         res = svc.store.keyword_search(APP, USER, {"text": "oolong"})["results"]
         assert [r["record"]["episode_type"] for r in res] == ["event"]
+
+
+def test_long_questions_are_answered():
+    """BM25 takes at most 64 distinct terms and 4096 bytes; a longer question still answers."""
+    with MnemMemoryService(embedder=ToyEmbedder()) as svc:
+        add_events(svc, [ev("a", "oolong tea"), ev("b", "a puppy")])
+        many = "beverage " + " ".join(f"w{i}" for i in range(200)) + " oolong"
+        assert ids(svc, many)[0] == "a"
+        assert ids(svc, "pet " + "x" * 6000)[0] == "b"
+        # No terms at all: the vector channel alone answers.
+        assert sorted(ids(svc, "!!! ???")) == ["a", "b"]
+        assert ids(svc, "   ") == []

@@ -24,6 +24,8 @@ import inspect
 import json
 import math
 import os
+import re
+import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Mapping, Sequence
@@ -58,6 +60,11 @@ BURIED_TYPE = "adk_recall_deleted"
 # Recall copies and burial marks are found by BM25 on hash tokens in their secondary text:
 # one for the memory id, one for the session. Users' queries never hold them.
 _TOKEN_BATCH = 64  # the most terms a keyword query takes
+# The BM25 side of a hybrid query takes at most 64 distinct terms and 4096 bytes: a longer
+# question keeps its first terms there (the embedding still reads all of it).
+_QUERY_TERMS = 48
+_QUERY_BYTES = 4096
+_TERM = re.compile(r"[^\W_]+")
 _FIND_LIMIT = 1000  # the most results a keyword query returns
 # How many (namespace, memory id) -> content hashes the service remembers having embedded.
 _EMBEDDED_CACHE = 65536
@@ -219,6 +226,24 @@ def _memory_episode(entry: MemoryEntry, tags, ttl_ms) -> dict:
     return ep
 
 
+def _lexical_text(query: str) -> str:
+    """`query` as the BM25 side of a hybrid search accepts it (see _QUERY_TERMS)."""
+    if len(query.encode("utf-8")) <= _QUERY_BYTES and len(set(_TERM.findall(query))) <= _QUERY_TERMS:
+        return query
+    seen: set[str] = set()
+    out: list[str] = []
+    size = 0
+    for term in _TERM.findall(query):
+        if term not in seen and len(seen) == _QUERY_TERMS:
+            continue
+        size += len(term.encode("utf-8")) + 1
+        if size > _QUERY_BYTES:
+            break
+        seen.add(term)
+        out.append(term)
+    return " ".join(out)
+
+
 def _tags(value: Any) -> Optional[list[str]]:
     """custom_metadata["tags"]: one string or a list of them."""
     if value is None:
@@ -341,7 +366,10 @@ class MnemMemoryService(BaseMemoryService):
         self.store = store
         self.embedder = embedder
         self.semantic_weight = float(semantic_weight)
+        # (app, user, memory id) -> fingerprint of the recall copy last written; worker threads
+        # share it, under its lock.
         self._embedded: OrderedDict[tuple, int] = OrderedDict()
+        self._embedded_lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -441,7 +469,8 @@ class MnemMemoryService(BaseMemoryService):
             self.store.delete_episodes(app_name, user_id, [r["id"] for r in copies])
         if not self._find(app_name, user_id, [token], BURIED_TYPE):
             self.store.put_episodes(app_name, user_id, [{"episode_type": BURIED_TYPE, "secondary": token}])
-        self._forget_cached(app_name, user_id)
+        with self._embedded_lock:
+            self._embedded.pop((app_name, user_id, memory_id), None)
 
     def _find(self, app_name: str, user_id: str, tokens: Sequence[str], episode_type: str) -> list[dict]:
         """Every visible episode of `episode_type` holding one of `tokens`."""
@@ -453,8 +482,9 @@ class MnemMemoryService(BaseMemoryService):
         return list(out.values())
 
     def _forget_cached(self, app_name: str, user_id: str) -> None:
-        for k in [k for k in self._embedded if k[0] == app_name and k[1] == user_id]:
-            del self._embedded[k]
+        with self._embedded_lock:
+            for k in [k for k in self._embedded if k[0] == app_name and k[1] == user_id]:
+                del self._embedded[k]
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str | None) -> int:
         """Deletes what one session added to memory (its add_session_to_memory and
@@ -502,7 +532,7 @@ class MnemMemoryService(BaseMemoryService):
     async def hybrid_query(self, query: str, limit: int = SEARCH_LIMIT) -> dict:
         """The mnem_hybrid_search query search_memory sends: the text, its embedding, the
         weight, restricted to the recall copies."""
-        q: dict[str, Any] = {"text": query, "limit": limit, "semantic_weight": self.semantic_weight,
+        q: dict[str, Any] = {"text": _lexical_text(query), "limit": limit, "semantic_weight": self.semantic_weight,
                              "episode_type": RECALL_TYPE}
         if self.semantic_weight > 0:
             q["vector"] = (await self._embed([query]))[0]
@@ -537,7 +567,8 @@ class MnemMemoryService(BaseMemoryService):
             return hash(json.dumps(r.episode, sort_keys=True, ensure_ascii=False, default=str))
 
         prints = {id(r): fingerprint(r) for r in recalls}
-        todo = [r for r in recalls if self._embedded.get(key(r)) != prints[id(r)]]
+        with self._embedded_lock:
+            todo = [r for r in recalls if self._embedded.get(key(r)) != prints[id(r)]]
         if not todo:
             return
         vectors = await self._embed([r.text for r in todo])
@@ -559,9 +590,10 @@ class MnemMemoryService(BaseMemoryService):
             live = [r for r in todo if _memory_token(r.memory_id) not in buried]
             if live:
                 self.store.put_episodes(app_name, user_id, [r.episode for r in live])
-            for r in todo:
-                self._embedded[key(r)] = prints[id(r)]
-                self._embedded.move_to_end(key(r))
-            while len(self._embedded) > _EMBEDDED_CACHE:
-                self._embedded.popitem(last=False)
+            with self._embedded_lock:
+                for r in todo:
+                    self._embedded[key(r)] = prints[id(r)]
+                    self._embedded.move_to_end(key(r))
+                while len(self._embedded) > _EMBEDDED_CACHE:
+                    self._embedded.popitem(last=False)
         await asyncio.to_thread(write)
