@@ -4,17 +4,16 @@
 // # Installing
 //
 // The module path is github.com/mnem-memory/mnem-go; its source is the bindings/go
-// directory of the mnem repository. The package links the installed C library, found
-// with pkg-config. Install mnem once (from the repository: scripts/install PREFIX), then:
+// directory of the mnem repository, and it is not published on a module proxy: a program
+// requires it and replaces it with a copy of that directory. The package links the
+// installed C library, found with pkg-config. Install mnem once (from the repository:
+// scripts/install PREFIX), then:
 //
 //	export PKG_CONFIG_PATH=PREFIX/lib/pkgconfig   # not needed for /usr or /usr/local
 //	export LD_LIBRARY_PATH=PREFIX/lib             # or run ldconfig, or link with an rpath:
 //	                                              # CGO_LDFLAGS="-Wl,-rpath,PREFIX/lib"
-//	go get github.com/mnem-memory/mnem-go
-//
-// A copy of bindings/go on disk works as well, with a replace directive in go.mod:
-//
-//	go mod edit -replace github.com/mnem-memory/mnem-go=/path/to/mnem/bindings/go
+//	go mod edit -require github.com/mnem-memory/mnem-go@v0.0.0 \
+//	            -replace github.com/mnem-memory/mnem-go=/path/to/mnem/bindings/go
 //
 // Open checks that the loaded library speaks the C ABI this package was written for
 // (ABIVersion) and fails with ErrIncompatible otherwise.
