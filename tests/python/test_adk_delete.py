@@ -82,6 +82,13 @@ def test_delete_session_removes_its_recall_copies():
         assert ids(svc, "anything") == ["b"]
         assert asyncio.run(svc.delete_session(app_name=APP, user_id=USER, session_id=None)) == 1
         assert ids(svc, "anything") == []
+        # "" and ADK's "__unknown_session_id__" name the same bucket, as in add_events_to_memory.
+        asyncio.run(svc.add_events_to_memory(app_name=APP, user_id=USER, session_id="", events=[ev("c", "z")]))
+        asyncio.run(svc.add_events_to_memory(app_name=APP, user_id=USER, session_id="__unknown_session_id__",
+                                             events=[ev("d", "w")]))
+        assert sorted(ids(svc, "anything")) == ["c", "d"]
+        assert asyncio.run(svc.delete_session(app_name=APP, user_id=USER, session_id="")) == 2
+        assert ids(svc, "anything") == []
         # A deleted session may be added again, with its recall.
         asyncio.run(svc.add_events_to_memory(app_name=APP, user_id=USER, session_id="s1", events=[ev("a", "x")]))
         assert ids(svc, "anything") == ["a"]

@@ -54,6 +54,8 @@ RECALL_TYPE = "adk_recall"
 # Weight of the vector channel in hybrid search (the BM25 channel gets 1 - this).
 DEFAULT_SEMANTIC_WEIGHT = 0.5
 SEARCH_LIMIT = 10
+# ADK's bucket for events added without a session id (mnem_add_events uses it for "").
+UNKNOWN_SESSION_ID = "__unknown_session_id__"
 # Marks a memory id removed by delete_memory, so that no later write gives it a recall copy
 # (ADK's writes of that id are skipped for good).
 BURIED_TYPE = "adk_recall_deleted"
@@ -414,9 +416,9 @@ class MnemMemoryService(BaseMemoryService):
         await asyncio.to_thread(write)
         if self.embedder is not None:
             meta = dict(custom_metadata or {})
-            await self._write_recalls(app_name, user_id,
-                                      _event_recalls(events, session_id or "", _tags(meta.get("tags")),
-                                                     meta.get("ttl_ms")))
+            recalls = _event_recalls(events, session_id or UNKNOWN_SESSION_ID, _tags(meta.get("tags")),
+                                     meta.get("ttl_ms"))
+            await self._write_recalls(app_name, user_id, recalls)
 
     async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
                          custom_metadata: Mapping[str, object] | None = None) -> None:
@@ -492,11 +494,11 @@ class MnemMemoryService(BaseMemoryService):
         session had never been added. Returns the number of events deleted. Not part of
         BaseMemoryService. Like every delete, the text leaves the records at once and the
         store's files at their next compaction; `forget_user` erases at once."""
-        session_id = session_id or ""
+        bucket = session_id or UNKNOWN_SESSION_ID
 
         def delete() -> int:
-            n = self.store.delete_session(app_name, user_id, session_id or "__unknown_session_id__")
-            token = _session_token(session_id)
+            n = self.store.delete_session(app_name, user_id, bucket)
+            token = _session_token(bucket)
             while True:
                 copies = self._find(app_name, user_id, [token], RECALL_TYPE)
                 if not copies:
