@@ -70,6 +70,32 @@ def test_event_loop_keeps_ticking_during_large_writes_and_searches(tmp_path):
     assert ticks > elapsed / 0.25
 
 
+class CountingEmbedder:
+    """A blocking (plain) embed: the service must run it off the loop."""
+
+    dimensions = 8
+
+    def embed(self, texts):
+        return [[float(t.count(w[0])) + 1.0 for w in WORDS[:8]] for t in texts]
+
+
+def test_event_loop_keeps_ticking_with_semantic_recall(tmp_path):
+    async def main():
+        batches = [batch(2000, 2000 * k) for k in range(3)]
+        async with MnemMemoryService(tmp_path / "store", embedder=CountingEmbedder()) as svc:
+            async def work():
+                for k, events in enumerate(batches):
+                    await svc.add_events_to_memory(app_name=APP, user_id=USER, session_id=f"s{k}", events=events)
+                return [len((await svc.search_memory(app_name=APP, user_id=USER, query=w)).memories)
+                        for w in WORDS]
+            return await max_tick_gap(work)
+
+    found, gap, ticks, elapsed = asyncio.run(main())
+    assert found == [10] * len(WORDS)
+    assert elapsed > 0.5, f"the work took {elapsed:.3f}s: too little to show blocking"
+    assert gap < min(0.25, elapsed / 4), f"the loop stalled for {gap:.3f}s of {elapsed:.3f}s"
+
+
 def test_a_blocking_service_would_fail_the_ticker(tmp_path):
     """The ticker measurement detects a store call made on the loop itself."""
     async def main():

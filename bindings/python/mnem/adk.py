@@ -403,8 +403,8 @@ class MnemMemoryService(BaseMemoryService):
             self.store.add_session(session.app_name, session.user_id, session.id, _events_jsonl(session.events))
         await asyncio.to_thread(write)
         if self.embedder is not None:
-            await self._write_recalls(session.app_name, session.user_id,
-                                      _event_recalls(session.events, session.id, None, None))
+            recalls = await asyncio.to_thread(_event_recalls, session.events, session.id, None, None)
+            await self._write_recalls(session.app_name, session.user_id, recalls)
 
     async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence["Event"],
                                    session_id: str | None = None,
@@ -416,8 +416,8 @@ class MnemMemoryService(BaseMemoryService):
         await asyncio.to_thread(write)
         if self.embedder is not None:
             meta = dict(custom_metadata or {})
-            recalls = _event_recalls(events, session_id or UNKNOWN_SESSION_ID, _tags(meta.get("tags")),
-                                     meta.get("ttl_ms"))
+            recalls = await asyncio.to_thread(_event_recalls, events, session_id or UNKNOWN_SESSION_ID,
+                                              _tags(meta.get("tags")), meta.get("ttl_ms"))
             await self._write_recalls(app_name, user_id, recalls)
 
     async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
@@ -562,40 +562,44 @@ class MnemMemoryService(BaseMemoryService):
 
     async def _write_recalls(self, app_name: str, user_id: str, recalls: list[_Recall]) -> None:
         """Embeds and stores the recall copies not already stored with the same content."""
-        def key(r):
-            return (app_name, user_id, r.memory_id)
-
-        def fingerprint(r):
-            return hash(json.dumps(r.episode, sort_keys=True, ensure_ascii=False, default=str))
-
-        prints = {id(r): fingerprint(r) for r in recalls}
-        with self._embedded_lock:
-            todo = [r for r in recalls if self._embedded.get(key(r)) != prints[id(r)]]
+        todo = await asyncio.to_thread(self._recalls_to_write, app_name, user_id, recalls)
         if not todo:
             return
-        vectors = await self._embed([r.text for r in todo])
-        for r, v in zip(todo, vectors):
+        vectors = await self._embed([r.text for r, _ in todo])
+        for (r, _), v in zip(todo, vectors):
             r.episode["embedding"] = v
+        await asyncio.to_thread(self._store_recalls, app_name, user_id, todo)
 
-        def write():
-            by_token: dict[str, list[_Recall]] = {}
-            for r in todo:
-                by_token.setdefault(_memory_token(r.memory_id), []).append(r)
-            tokens = list(by_token)
-            buried = {t for rec in self._find(app_name, user_id, tokens, BURIED_TYPE)
-                      for t in (rec.get("secondary") or "").split() if t in by_token}
-            # A re-added memory keeps its recall copy's id (a new revision of it).
-            for rec in self._find(app_name, user_id, tokens, RECALL_TYPE):
-                for t in (rec.get("secondary") or "").split():
-                    for r in by_token.get(t, []):
-                        r.episode["id"] = rec["id"]
-            live = [r for r in todo if _memory_token(r.memory_id) not in buried]
-            if live:
-                self.store.put_episodes(app_name, user_id, [r.episode for r in live])
-            with self._embedded_lock:
-                for r in todo:
-                    self._embedded[key(r)] = prints[id(r)]
-                    self._embedded.move_to_end(key(r))
-                while len(self._embedded) > _EMBEDDED_CACHE:
-                    self._embedded.popitem(last=False)
-        await asyncio.to_thread(write)
+    def _recalls_to_write(self, app_name: str, user_id: str, recalls: list[_Recall]) -> list[tuple[_Recall, int]]:
+        """The recalls to embed, each with its fingerprint: not written before with the same
+        content by this service, and not of a buried memory id. A memory that has a recall
+        copy keeps its id (the write is a new revision of it)."""
+        with self._embedded_lock:
+            fresh = []
+            for r in recalls:
+                fp = hash(json.dumps(r.episode, sort_keys=True, ensure_ascii=False, default=str))
+                if self._embedded.get((app_name, user_id, r.memory_id)) != fp:
+                    fresh.append((r, fp))
+        if not fresh:
+            return []
+        by_token: dict[str, list[_Recall]] = {}
+        for r, _ in fresh:
+            by_token.setdefault(_memory_token(r.memory_id), []).append(r)
+        tokens = list(by_token)
+        buried = {t for rec in self._find(app_name, user_id, tokens, BURIED_TYPE)
+                  for t in (rec.get("secondary") or "").split() if t in by_token}
+        for rec in self._find(app_name, user_id, tokens, RECALL_TYPE):
+            for t in (rec.get("secondary") or "").split():
+                for r in by_token.get(t, []):
+                    r.episode["id"] = rec["id"]
+        return [(r, fp) for r, fp in fresh if _memory_token(r.memory_id) not in buried]
+
+    def _store_recalls(self, app_name: str, user_id: str, todo: list[tuple[_Recall, int]]) -> None:
+        self.store.put_episodes(app_name, user_id, [r.episode for r, _ in todo])
+        with self._embedded_lock:
+            for r, fp in todo:
+                key = (app_name, user_id, r.memory_id)
+                self._embedded[key] = fp
+                self._embedded.move_to_end(key)
+            while len(self._embedded) > _EMBEDDED_CACHE:
+                self._embedded.popitem(last=False)
