@@ -61,6 +61,13 @@ SIGNATURES = {
     "mnem_stats": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_delete_session": (c_int32, [_store, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
     "mnem_forget_namespace": (c_int32, [_store, MnemStr, MnemStr, _err]),
+    "mnem_get_episodes": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_list_namespaces": (c_int32, [_store, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_namespace_stats": (c_int32, [_store, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_backup": (c_int32, [_store, MnemStr, _err]),
+    "mnem_check": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_export": (c_int32, [_store, MnemStr, MnemStr, c_int32, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_import": (c_int32, [_store, MnemStr, POINTER(c_uint64), _err]),
 }
 
 

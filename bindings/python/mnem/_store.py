@@ -8,7 +8,7 @@ import os
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Iterable, Optional, Protocol, Union, runtime_checkable
+from typing import Any, Iterable, Iterator, Optional, Protocol, Union, runtime_checkable
 
 from . import _lib as L
 from ._errors import check
@@ -195,6 +195,61 @@ class Store:
         """Erases the namespace (`mnem_forget_namespace`): every record, tombstone and index
         entry goes, and its bytes are compacted out of the store's files."""
         self._call(self._lib.mnem_forget_namespace, L.mstr(app), L.mstr(user))
+
+    # -- store management ------------------------------------------------------------------------
+
+    def get_episodes(self, app: Text, user: Text,
+                     ids: Iterable[Union[str, uuid.UUID]]) -> list[Optional[dict[str, Any]]]:
+        """The visible episodes with these ids, in order; None where none is visible."""
+        data = "\n".join(json.dumps(str(i)) for i in ids).encode()
+        raw = self._read(self._lib.mnem_get_episodes, L.mstr(app), L.mstr(user), L.mstr(data))
+        return json.loads(raw)["episodes"]
+
+    def list_namespaces(self, limit: Optional[int] = None,
+                        after: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+        """One page of namespaces: {"namespaces": [{"app_name", "user_id", "episodes"}...],
+        "next_after"}; pass next_after as `after` for the next page (see iter_namespaces)."""
+        q: dict[str, Any] = {}
+        if limit is not None:
+            q["limit"] = limit
+        if after is not None:
+            q["after"] = dict(after)
+        return json.loads(self._read(self._lib.mnem_list_namespaces, L.mstr(_query(q) if q else b"")))
+
+    def iter_namespaces(self, page: int = 100) -> Iterator[dict[str, Any]]:
+        """Every namespace, page by page."""
+        after = None
+        while True:
+            res = self.list_namespaces(limit=page, after=after)
+            yield from res["namespaces"]
+            after = res["next_after"]
+            if after is None:
+                return
+
+    def namespace_stats(self, app: Text, user: Text) -> dict[str, Any]:
+        """One namespace's key, record and index counts (`mnem_namespace_stats`; a scan)."""
+        return json.loads(self._read(self._lib.mnem_namespace_stats, L.mstr(app), L.mstr(user)))
+
+    def backup(self, dest: Union[str, os.PathLike]) -> None:
+        """Copies the open store into the new directory `dest` (a consistent checkpoint)."""
+        self._call(self._lib.mnem_backup, L.mstr(os.fspath(dest)))
+
+    def check(self) -> dict[str, Any]:
+        """Reads every key with checksums verified; {"ok": bool, ..., "problem"}."""
+        return json.loads(self._read(self._lib.mnem_check))
+
+    def export(self, app: Optional[Text] = None, user: Optional[Text] = None) -> bytes:
+        """JSON Lines export (docs/EXPORT.md) of one namespace, or of all when app and user are None."""
+        every = app is None and user is None
+        if not every and (app is None or user is None):
+            raise ValueError("export: give both app and user, or neither (every namespace)")
+        return self._read(self._lib.mnem_export, L.mstr(app or ""), L.mstr(user or ""), 1 if every else 0)
+
+    def import_export(self, export_jsonl: Text) -> int:
+        """Imports an export into namespaces that hold nothing here; returns the records imported."""
+        n = ctypes.c_uint64(0)
+        self._call(self._lib.mnem_import, L.mstr(export_jsonl), ctypes.byref(n))
+        return n.value
 
     def search_raw(self, app: Text, user: Text, query: Text) -> bytes:
         return self._read(self._lib.mnem_search, L.mstr(app), L.mstr(user), L.mstr(query))
