@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import _lib
 from ._errors import (
     Busy, BufferTooSmall, Corruption, Incompatible, Internal, InvalidArgument, IOFailure, MnemError, NotFound,
@@ -37,5 +39,6 @@ def version() -> str:
     return _lib.lib().mnem_version().decode()
 
 
-def library_path():
+def library_path() -> Path:
+    """The libmnem.so in use: MNEM_LIB when set, else the one bundled in the package."""
     return _lib.lib().path
