@@ -75,6 +75,11 @@
 // `mnem_open` flag: open for reading only; every write returns `MNEM_STATUS_READ_ONLY`.
 #define MNEM_OPEN_READ_ONLY 2
 
+// `mnem_open` flag: a read-only view that works beside a process holding the store open for
+// writing: it takes no lock, sees the store as it was at open, and refuses every write with
+// `MNEM_STATUS_READ_ONLY` (implies `MNEM_OPEN_READ_ONLY`).
+#define MNEM_OPEN_VIEW 4
+
 // The outcome of a call. A 32-bit integer in C: `mnem_status` is `int32_t` before C23, an
 // enum with underlying type `int32_t` in C23 and C++ (convert other integers with a cast).
 // The values never change; a new status only ever takes a new number, so treat an unknown
@@ -168,6 +173,12 @@ const char *mnem_status_message(int32_t status);
 // without it, writes survive a process crash but the last ones may be lost on power loss
 // until `mnem_flush`. `{"cache_bytes": N}` (default 268435456 = 256 MiB, at least 1048576)
 // bounds what mnem caches in memory: index blocks and loaded vector graphs (`mnem_stats`).
+//
+// `MNEM_OPEN_VIEW` opens a read-only view instead, beside a writer (another process or
+// handle may hold the store open for writing; a normal open would be BUSY): every read
+// answers from the state at open, including writes acknowledged but not yet flushed; open
+// a new view to see later ones. Table files the writer deletes meanwhile stay readable (the
+// view keeps one descriptor per table file open).
 //
 // On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
 // Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, `:memory:`

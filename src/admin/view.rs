@@ -2,9 +2,14 @@
 //!
 //! A normal open (read-only included) takes `mnem.lock` exclusively, so a second open of a
 //! store in use is BUSY. A view skips that lock and opens RocksDB read-only, which never
-//! writes to the directory: it sees the store as it was at open (table files plus the
-//! write-ahead log replayed into memory) and nothing written after. Writers stay exclusive
-//! among themselves, and a view never blocks one.
+//! writes to the store's directory: it sees the store as it was at open (table files plus
+//! the write-ahead log replayed into memory) and nothing written after. Writers stay
+//! exclusive among themselves, and a view never blocks one.
+//!
+//! The open reads the manifest, then opens every table file it names; a writer's compaction
+//! can delete one in between. That open fails with the file missing, and a new attempt reads
+//! the newer manifest, so the view retries. (RocksDB's secondary instances tolerate this
+//! themselves but support no snapshots, which every mnem read takes.)
 
 use crate::cache::Cache;
 use crate::engine::Engine;
@@ -26,7 +31,7 @@ impl Mnem {
             return Err(Error::invalid("a read-only view cannot create a store"));
         }
         let opts = OpenOptions { read_only: true, ..opts };
-        let store = Store::open_with(path, opts, false)?;
+        let store = open_retrying(path, opts)?;
         let engine = Engine {
             store,
             write_lock: Mutex::new(()),
@@ -36,5 +41,21 @@ impl Mnem {
             indexes_built: 0,
         };
         Ok(Mnem::from_engine(engine))
+    }
+}
+
+/// Attempts of a view's open that a writer's file deletions may defeat, 20 ms apart.
+const OPEN_ATTEMPTS: u32 = 50;
+
+fn open_retrying(path: &str, opts: OpenOptions) -> Result<Store> {
+    let mut attempt = 1;
+    loop {
+        match Store::open_with(path, opts, false) {
+            Err(e) if attempt < OPEN_ATTEMPTS && e.message.contains("No such file or directory") => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
     }
 }

@@ -31,6 +31,10 @@ pub const MNEM_ERROR_MESSAGE_CAP: usize = 512;
 pub const MNEM_OPEN_CREATE: u32 = 1;
 /// `mnem_open` flag: open for reading only; every write returns `MNEM_STATUS_READ_ONLY`.
 pub const MNEM_OPEN_READ_ONLY: u32 = 2;
+/// `mnem_open` flag: a read-only view that works beside a process holding the store open for
+/// writing: it takes no lock, sees the store as it was at open, and refuses every write with
+/// `MNEM_STATUS_READ_ONLY` (implies `MNEM_OPEN_READ_ONLY`).
+pub const MNEM_OPEN_VIEW: u32 = 4;
 
 /// An open store. Opaque; created by `mnem_open`, destroyed by `mnem_free`.
 pub struct mnem_store {
@@ -260,13 +264,13 @@ pub extern "C" fn mnem_status_message(status: i32) -> *const c_char {
 }
 
 fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
-    let unknown = flags & !(MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY);
+    let unknown = flags & !(MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY | MNEM_OPEN_VIEW);
     if unknown != 0 {
         return Err(Error::invalid(format!("unknown flag bits 0x{unknown:x} in `flags`")));
     }
     let mut opts = OpenOptions {
         create: flags & MNEM_OPEN_CREATE != 0,
-        read_only: flags & MNEM_OPEN_READ_ONLY != 0,
+        read_only: flags & (MNEM_OPEN_READ_ONLY | MNEM_OPEN_VIEW) != 0,
         ..OpenOptions::default()
     };
     if !json.trim().is_empty() {
@@ -289,6 +293,12 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
 /// without it, writes survive a process crash but the last ones may be lost on power loss
 /// until `mnem_flush`. `{"cache_bytes": N}` (default 268435456 = 256 MiB, at least 1048576)
 /// bounds what mnem caches in memory: index blocks and loaded vector graphs (`mnem_stats`).
+///
+/// `MNEM_OPEN_VIEW` opens a read-only view instead, beside a writer (another process or
+/// handle may hold the store open for writing; a normal open would be BUSY): every read
+/// answers from the state at open, including writes acknowledged but not yet flushed; open
+/// a new view to see later ones. Table files the writer deletes meanwhile stay readable (the
+/// view keeps one descriptor per table file open).
 ///
 /// On success `*out_store` is the handle; free it once with `mnem_free`. On failure it is NULL.
 /// Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, `:memory:`
@@ -316,7 +326,7 @@ pub extern "C" fn mnem_open(
         fault::open_hook();
         let path = text(path, "path")?;
         let opts = parse_open_options(text(options_json, "options_json")?, flags)?;
-        let mnem = Mnem::open(path, opts)?;
+        let mnem = if flags & MNEM_OPEN_VIEW != 0 { Mnem::open_view(path, opts)? } else { Mnem::open(path, opts)? };
         let handle = Box::into_raw(Box::new(mnem_store { mnem, poisoned: AtomicBool::new(false) }));
         set_handle(out_store, handle);
         Ok(())
@@ -782,7 +792,7 @@ mod tests {
     fn open_rejects_bad_flags_and_options() {
         let mut store = null_mut();
         let mut err = new_error();
-        assert_eq!(mnem_open(s(":memory:"), 4, s(""), &mut store, &mut err), Status::InvalidArgument);
+        assert_eq!(mnem_open(s(":memory:"), 8, s(""), &mut store, &mut err), Status::InvalidArgument);
         assert!(store.is_null() && message(&err).contains("flag"));
         for opts in [r#"{"sync_writes":1}"#, r#"{"sync":true}"#, "{", "[]"] {
             let st = mnem_open(s(":memory:"), MNEM_OPEN_CREATE, s(opts), &mut store, &mut err);

@@ -432,8 +432,9 @@ static void test_open(void) {
   EXPECT_NOERR(mnem_open(S(missing), 0, EMPTY, &s, NULL), MNEM_STATUS_NOT_FOUND);
   CHECK(!path_exists(missing));
 
-  const uint32_t bad_flags[] = {4u, 8u, 0x80000000u, MNEM_OPEN_CREATE | 0x100u,
-                                MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY};
+  const uint32_t bad_flags[] = {16u, 8u, 0x80000000u, MNEM_OPEN_CREATE | 0x100u,
+                                MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY,
+                                MNEM_OPEN_CREATE | MNEM_OPEN_VIEW};
   for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
     CTX("flags 0x%x", (unsigned)bad_flags[i]);
     EXPECT(mnem_open(S(missing), bad_flags[i], EMPTY, &s, &err), INVAL);
@@ -1883,6 +1884,31 @@ static void test_admin(void) {
     EXPECT(mnem_delete_session(b, app, u1, STR("s1"), &n, &err), MNEM_STATUS_READ_ONLY);
     mnem_free(b);
   }
+
+  /* MNEM_OPEN_VIEW: a read-only view beside this read-write handle, as of its open. */
+  CTX("view");
+  mnem_store *v = NULL;
+  EXPECT(mnem_open(S(db), MNEM_OPEN_READ_ONLY, EMPTY, &v, &err), MNEM_STATUS_BUSY);
+  EXPECT(mnem_open(S(db), MNEM_OPEN_VIEW, EMPTY, &v, &err), OK);
+  if (v) {
+    x = FETCH(mnem_search, s, app, u1, STR("apple pear"));
+    y = FETCH(mnem_search, v, app, u1, STR("apple pear"));
+    CHECK(same(x, y) && count_key(y, "custom_metadata") == 3);
+    free(x), free(y);
+    EXPECT(mnem_add_events(v, app, u1, STR("s1"), STR(EV("v1", "user", "7", "apple")), EMPTY, &n,
+                           &err),
+           MNEM_STATUS_READ_ONLY);
+    EXPECT(mnem_add_events(s, app, u1, STR("s1"), STR(EV("w1", "user", "8", "apple late")),
+                           EMPTY, &n, &err),
+           OK);
+    CHECK(NRES(mnem_search, v, app, u1, STR("late")) == 0); /* the state at its open */
+    mnem_store *v2 = NULL;
+    EXPECT(mnem_open(S(db), MNEM_OPEN_VIEW | MNEM_OPEN_READ_ONLY, EMPTY, &v2, &err), OK);
+    CHECK(NRES(mnem_search, v2, app, u1, STR("late")) == 1);
+    mnem_free(v2);
+    mnem_free(v);
+  }
+  EXPECT(mnem_open(STR(":memory:"), MNEM_OPEN_VIEW, EMPTY, &v, &err), INVAL);
 
   /* mnem_forget_namespace */
   CTX("forget_namespace");
