@@ -74,3 +74,20 @@ def test_backup_export_import_answer_the_same(store, tmp_path):
         with pytest.raises(mnem.InvalidArgument):
             other.import_export(dump)  # the namespace now holds data
     assert b'"app"' in store.export()  # every namespace
+
+
+def test_view_beside_a_writer(store_dir):
+    with mnem.Store(store_dir) as writer:
+        writer.add_events(APP, USER, "s", [event("e1", "tea before")])
+        with pytest.raises(mnem.Busy):
+            mnem.Store(store_dir, read_only=True)
+        with mnem.Store(store_dir, view=True) as view:
+            assert view.read_only
+            writer.add_events(APP, USER, "s", [event("e2", "tea after")])
+            assert [m["id"] for m in view.search(APP, USER, "tea")["memories"]] == ["e1"]
+            with pytest.raises(mnem.ReadOnly):
+                view.add_events(APP, USER, "s", [event("e3", "tea")])
+        with mnem.Store(store_dir, view=True) as later:
+            assert [m["id"] for m in later.search(APP, USER, "tea")["memories"]] == ["e1", "e2"]
+    with pytest.raises(mnem.InvalidArgument):
+        mnem.Store(store_dir, view=True, create=True)

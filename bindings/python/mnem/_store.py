@@ -55,16 +55,23 @@ class Store:
     """An open mnem store. Thread-safe; close() waits for calls in flight."""
 
     def __init__(self, path: str | bytes | os.PathLike = ":memory:", create: Optional[bool] = None,
-                 read_only: bool = False, sync_writes: bool = False, options: Optional[Mapping[str, Any]] = None):
+                 read_only: bool = False, sync_writes: bool = False, options: Optional[Mapping[str, Any]] = None,
+                 view: bool = False):
         """Opens (by default creates) the store at `path`, a directory or ":memory:".
 
-        `create` defaults to `not read_only`; options are mnem_open's JSON options.
+        `create` defaults to `not read_only`; options are mnem_open's JSON options. `view`
+        opens a read-only view beside a writer (MNEM_OPEN_VIEW): it answers from the state at
+        open and takes no lock, so another process may hold the store for writing.
         """
         self._lib = L.lib()
         path = os.fspath(path)
         if create is None:
-            create = not read_only
-        flags = (L.OPEN_CREATE if create else 0) | (L.OPEN_READ_ONLY if read_only else 0)
+            create = not (read_only or view)
+        if view:
+            flags = L.OPEN_VIEW | (L.OPEN_CREATE if create else 0)  # the library refuses CREATE here
+            read_only = True
+        else:
+            flags = (L.OPEN_CREATE if create else 0) | (L.OPEN_READ_ONLY if read_only else 0)
         opts = dict(options or {})
         if sync_writes:
             opts["sync_writes"] = True
