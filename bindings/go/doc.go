@@ -26,6 +26,14 @@
 // an *Error carrying the library's Status and message; errors.Is(err, ErrBusy) and the
 // other sentinels match on the status.
 //
+// # Store management
+//
+// Beside reads and writes, a Store manages its data: ForgetNamespace erases a user (from
+// the files, not only from answers), DeleteSession removes one ADK session, GetEpisodes
+// reads records by id, ListNamespaces / AllNamespaces and NamespaceStats describe what is
+// stored, Export / ExportAll and Import move namespaces between stores as JSON Lines, Backup
+// copies an open store, and Check verifies every stored byte against its checksum.
+//
 // # Contexts and cancellation
 //
 // The methods whose names end in Context take a context.Context. A call into the C library
@@ -33,13 +41,14 @@
 //
 //   - Every Context method returns ctx.Err() without calling the library when ctx has
 //     already ended.
-//   - Reads (searches, pages, Stats) return ctx.Err() as soon as ctx ends while the library
-//     is still working. The library call runs to its end on its own thread and its result
+//   - Reads (searches, pages, Stats, GetEpisodes, ListNamespaces, NamespaceStats, Export,
+//     Check) return ctx.Err() as soon as ctx ends while the library is still working. The library call runs to its end on its own thread and its result
 //     is dropped; Close waits for it.
-//   - Writes (puts, deletes, ADK adds, Flush) and OpenContext are checked only before they
-//     start. A write that has started completes, and its outcome is returned even if ctx
-//     ended meanwhile: a batch is committed whole or not at all, and reporting ctx.Err()
-//     for a committed batch would hide it. Opening cannot be abandoned halfway either: the
+//   - Writes (puts, deletes, ADK adds, DeleteSession, ForgetNamespace, Import, Backup,
+//     Flush) and OpenContext are checked only before they start. A write that has started
+//     completes, and its outcome is returned even if ctx ended meanwhile: a batch is
+//     committed whole or not at all, and reporting ctx.Err() for a committed batch would
+//     hide it (a forget that has begun erases; a backup that has begun leaves a whole store). Opening cannot be abandoned halfway either: the
 //     store's directory would stay locked until the open finished.
 //
 // The methods without a context behave like their Context variants with

@@ -169,3 +169,81 @@ func ExampleOpen_errors() {
 	// true
 	// true INVALID_ARGUMENT
 }
+
+// Forget a user: everything stored for (app, user) is erased, from the store's files too,
+// while other users keep theirs.
+func ExampleStore_ForgetNamespace() {
+	dir, err := os.MkdirTemp("", "mnem-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := mnem.Open(filepath.Join(dir, "memories"), mnem.Options{Create: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := store.PutEpisodes("app", u, []mnem.EpisodeInput{{Primary: u + " likes tea"}}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	if err := store.ForgetNamespace("app", "alice"); err != nil {
+		log.Fatal(err)
+	}
+	for ns, err := range store.AllNamespaces(0) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ns.AppName, ns.UserID, ns.Episodes)
+	}
+	hits, err := store.KeywordSearch("app", "alice", mnem.KeywordQuery{Text: "tea"})
+	fmt.Println(len(hits), err)
+	// Output:
+	// app bob 1
+	// 0 <nil>
+}
+
+// Move a user to another store: export it as JSON Lines, import it elsewhere, and every
+// search answers the same.
+func ExampleStore_Export() {
+	src, err := mnem.Open(":memory:", mnem.Options{Create: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.PutEpisodes("app", "alice", []mnem.EpisodeInput{
+		{Primary: "Alice prefers green tea"},
+		{Primary: "Alice lives in Lisbon"},
+	}); err != nil {
+		log.Fatal(err)
+	}
+	dump, err := src.Export("app", "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	dst, err := mnem.Open(":memory:", mnem.Options{Create: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dst.Close()
+	n, err := dst.Import(dump)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("imported", n)
+	hits, err := dst.KeywordSearch("app", "alice", mnem.KeywordQuery{Text: "tea"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(hits[0].Record.Primary)
+	// Importing into a namespace that holds data is refused; nothing is written.
+	_, err = dst.Import(dump)
+	fmt.Println(errors.Is(err, mnem.ErrInvalidArgument))
+	// Output:
+	// imported 2
+	// Alice prefers green tea
+	// true
+}

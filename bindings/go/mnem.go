@@ -40,6 +40,11 @@ func StatusName(s Status) string { return C.GoString(C.mnem_status_name(C.int32_
 type Options struct {
 	Create   bool // MNEM_OPEN_CREATE: create the store if missing
 	ReadOnly bool // MNEM_OPEN_READ_ONLY: every write returns ErrReadOnly
+	// View (MNEM_OPEN_VIEW) opens a read-only view that works beside a process or handle
+	// holding the store open for writing (where a ReadOnly open is ErrBusy): it takes no
+	// lock, answers every read from the state at open (open a new view to see later
+	// writes), and every write returns ErrReadOnly. Not with Create.
+	View bool
 	// SyncWrites fsyncs every write batch ({"sync_writes": true}).
 	SyncWrites bool
 	// RawJSON, when non-empty, is passed as options_json verbatim and
@@ -54,6 +59,9 @@ func (o Options) flags() C.uint32_t {
 	}
 	if o.ReadOnly {
 		f |= C.MNEM_OPEN_READ_ONLY
+	}
+	if o.View {
+		f |= C.MNEM_OPEN_VIEW
 	}
 	return f
 }
