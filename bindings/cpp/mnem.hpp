@@ -10,7 +10,8 @@
 //
 // Every call comes in two forms: typed (queries and results are the structs below, parsed
 // with nlohmann/json) and raw (the query is JSON text and the result is the library's JSON,
-// unparsed, byte for byte; ADK `content` is byte-exact only there). Every failed call throws
+// unparsed, byte for byte; ADK `content` is byte-exact only there); export and import take
+// and return the JSON Lines text itself. Every failed call throws
 // mnem::Error. One Store may be used from many threads at once (the C handle is
 // thread-safe); as with any C++ object, it must not be destroyed, closed or moved while
 // another thread is using it.
@@ -365,6 +366,64 @@ struct HybridQuery {
   std::optional<std::string> tag{};
 };
 
+/// One namespace: the pair (app_name, user_id).
+struct Namespace {
+  std::string app_name{};
+  std::string user_id{};
+  bool operator==(const Namespace& o) const { return app_name == o.app_name && user_id == o.user_id; }
+  bool operator!=(const Namespace& o) const { return !(*this == o); }
+};
+
+/// One entry of a namespace page: `episodes` counts the episodes not deleted (expired ones
+/// count until a later write purges them), read from a counter.
+struct NamespaceInfo {
+  Namespace ns;
+  uint64_t episodes = 0;
+};
+
+/// One page of namespaces (mnem_list_namespaces): empty optionals take the defaults.
+struct NamespaceQuery {
+  std::optional<uint64_t> limit{};   // 1-1000, default 100
+  std::optional<Namespace> after{};  // a previous page's next_after
+};
+
+/// Namespaces in key order (byte length of app_name, its bytes, then likewise user_id).
+struct NamespacePage {
+  std::vector<NamespaceInfo> namespaces;
+  std::optional<Namespace> next_after;  // empty on the last page
+};
+
+/// A number of keys and their bytes (key + value).
+struct KeyCount {
+  uint64_t keys = 0, bytes = 0;
+};
+
+/// One namespace's statistics (mnem_namespace_stats); an unknown namespace has zeros.
+struct NamespaceStats {
+  KeyCount records;  // episode records, tombstones included
+  uint64_t live = 0, deleted = 0, expired = 0;
+  uint64_t buckets = 0, bucket_events = 0, memory_tombstones = 0;  // ADK sessions, their events, delete_memory ids
+  KeyCount adk;
+  KeyCount bm25_index, adk_index, vector_index;
+  std::optional<uint32_t> dimension;  // empty before the first vector
+  uint64_t approximate_file_bytes = 0;
+};
+
+/// The first problem an integrity check found.
+struct CheckProblem {
+  mnem_status status = MNEM_STATUS_INTERNAL;  // from the name; INTERNAL for one this header does not know
+  std::string status_name;                    // "CORRUPTION", "IO", ...
+  std::string message;
+};
+
+/// The verdict of Store::check_report: the counts read up to the problem, if any.
+struct CheckReport {
+  bool ok = false;
+  uint64_t meta_keys = 0, episode_keys = 0, adk_keys = 0, index_keys = 0;
+  uint64_t bytes = 0, episodes = 0;
+  std::optional<CheckProblem> problem;
+};
+
 namespace detail {
 
 template <class T>
@@ -497,6 +556,76 @@ inline void from_json(const nlohmann::json& j, Stats& s) {
   j.at("block_cache").get_to(s.block_cache);
 }
 
+inline void from_json(const nlohmann::json& j, Namespace& n) {
+  j.at("app_name").get_to(n.app_name);
+  j.at("user_id").get_to(n.user_id);
+}
+
+inline void to_json(nlohmann::json& j, const Namespace& n) {
+  j = {{"app_name", n.app_name}, {"user_id", n.user_id}};
+}
+
+inline void from_json(const nlohmann::json& j, NamespaceInfo& n) {
+  j.get_to(n.ns);
+  j.at("episodes").get_to(n.episodes);
+}
+
+inline void from_json(const nlohmann::json& j, NamespacePage& p) {
+  j.at("namespaces").get_to(p.namespaces);
+  p.next_after = detail::optional_field<Namespace>(j, "next_after");
+}
+
+inline void to_json(nlohmann::json& j, const NamespaceQuery& q) {
+  nlohmann::json o = nlohmann::json::object();
+  detail::set_if(o, "limit", q.limit);
+  if (q.after) o["after"] = *q.after;
+  j = std::move(o);
+}
+
+inline void from_json(const nlohmann::json& j, KeyCount& c) {
+  j.at("keys").get_to(c.keys);
+  j.at("bytes").get_to(c.bytes);
+}
+
+inline void from_json(const nlohmann::json& j, NamespaceStats& s) {
+  j.at("records").get_to(s.records);
+  j.at("live").get_to(s.live);
+  j.at("deleted").get_to(s.deleted);
+  j.at("expired").get_to(s.expired);
+  j.at("buckets").get_to(s.buckets);
+  j.at("bucket_events").get_to(s.bucket_events);
+  j.at("memory_tombstones").get_to(s.memory_tombstones);
+  j.at("adk").get_to(s.adk);
+  const nlohmann::json& index = j.at("index");
+  index.at("bm25").get_to(s.bm25_index);
+  index.at("adk").get_to(s.adk_index);
+  index.at("vector").get_to(s.vector_index);
+  s.dimension = detail::optional_field<uint32_t>(j, "dimension");
+  j.at("approximate_file_bytes").get_to(s.approximate_file_bytes);
+}
+
+inline void from_json(const nlohmann::json& j, CheckProblem& p) {
+  j.at("status").get_to(p.status_name);
+  j.at("message").get_to(p.message);
+  p.status = MNEM_STATUS_INTERNAL;
+  for (mnem_status s : {MNEM_STATUS_INVALID_ARGUMENT, MNEM_STATUS_BUFFER_TOO_SMALL, MNEM_STATUS_NOT_FOUND,
+                        MNEM_STATUS_BUSY, MNEM_STATUS_READ_ONLY, MNEM_STATUS_IO, MNEM_STATUS_CORRUPTION,
+                        MNEM_STATUS_INCOMPATIBLE, MNEM_STATUS_INTERNAL})
+    if (p.status_name == mnem_status_name(s)) p.status = s;
+}
+
+inline void from_json(const nlohmann::json& j, CheckReport& r) {
+  j.at("ok").get_to(r.ok);
+  const nlohmann::json& keys = j.at("keys");
+  keys.at("meta").get_to(r.meta_keys);
+  keys.at("episodes").get_to(r.episode_keys);
+  keys.at("adk").get_to(r.adk_keys);
+  keys.at("index").get_to(r.index_keys);
+  j.at("bytes").get_to(r.bytes);
+  j.at("episodes").get_to(r.episodes);
+  r.problem = detail::optional_field<CheckProblem>(j, "problem");
+}
+
 inline void to_json(nlohmann::json& j, const EpisodeInput& e) {
   // Built in a local and moved into j at the end: a throw leaves j untouched (a throw
   // while nlohmann::json(e) constructs j would leak what j already held).
@@ -564,8 +693,8 @@ inline void to_json(nlohmann::json& j, const HybridQuery& q) {
 class Store {
  public:
   /// Opens the store at `path` (a directory, or ":memory:"). `flags`:
-  /// MNEM_OPEN_CREATE and/or MNEM_OPEN_READ_ONLY. `options_json`: "" or e.g.
-  /// {"sync_writes":true}.
+  /// MNEM_OPEN_CREATE, MNEM_OPEN_READ_ONLY, or MNEM_OPEN_VIEW (a read-only view beside a
+  /// writer, as of its open). `options_json`: "" or e.g. {"sync_writes":true}.
   explicit Store(std::string_view path, uint32_t flags = 0, std::string_view options_json = {}) {
     mnem_error err{};
     detail::check("open", mnem_open(detail::view(path), flags, detail::view(options_json), &h_, &err), err);
@@ -740,6 +869,136 @@ class Store {
     return hybrid_search(app, user, q);
   }
 
+  // ---- Store management ----
+
+  /// Erases the namespace: every episode, ADK session, delete_memory id and index entry in
+  /// one atomic write, then a compaction of its key ranges, so its bytes leave the store's
+  /// files. A namespace with nothing stored is a no-op.
+  void forget_namespace(std::string_view app, std::string_view user) {
+    mnem_error err{};
+    detail::check("forget_namespace",
+                  mnem_forget_namespace(handle("forget_namespace"), detail::view(app), detail::view(user), &err),
+                  err);
+  }
+
+  /// Deletes what one ADK session added (its bucket and events; the id as given: events
+  /// added with an empty id are under unknown_session_id); returns the events deleted.
+  uint64_t delete_session(std::string_view app, std::string_view user, std::string_view session_id) {
+    uint64_t n = 0;
+    mnem_error err{};
+    detail::check("delete_session",
+                  mnem_delete_session(handle("delete_session"), detail::view(app), detail::view(user),
+                                      detail::view(session_id), &n, &err),
+                  err);
+    return n;
+  }
+
+  /// ADK's bucket for events added without a session id.
+  static constexpr const char* unknown_session_id = "__unknown_session_id__";
+
+  /// The visible episodes with the ids of `ids_jsonl` (one JSON string UUID per line, at
+  /// most 10,000): {"episodes":[Episode|null...]}, one element per line.
+  std::string get_episodes(std::string_view app, std::string_view user, std::string_view ids_jsonl) const {
+    mnem_store* h = handle("get_episodes");
+    return detail::read("get_episodes", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_get_episodes(h, detail::view(app), detail::view(user), detail::view(ids_jsonl), out, cap, len, err);
+    });
+  }
+
+  /// One page of namespaces, raw: `query_json` "" for the defaults, or
+  /// {"limit", "after": {"app_name","user_id"}}.
+  std::string list_namespaces(std::string_view query_json = {}) const {
+    mnem_store* h = handle("list_namespaces");
+    return detail::read("list_namespaces", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_list_namespaces(h, detail::view(query_json), out, cap, len, err);
+    });
+  }
+
+  /// One namespace's statistics as JSON (namespace_statistics parses them); a scan of its keys.
+  std::string namespace_stats(std::string_view app, std::string_view user) const {
+    mnem_store* h = handle("namespace_stats");
+    return detail::read("namespace_stats", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_namespace_stats(h, detail::view(app), detail::view(user), out, cap, len, err);
+    });
+  }
+
+  /// Copies the open store into the new directory `dest` (which must not exist); the copy
+  /// opens as a store of its own. Not for ":memory:" or a read-only handle.
+  void backup(std::string_view dest) {
+    mnem_error err{};
+    detail::check("backup", mnem_backup(handle("backup"), detail::view(dest), &err), err);
+  }
+
+  /// Integrity check as JSON (check_report parses it). It throws only when the check could
+  /// not run; its verdict is "ok".
+  std::string check() const {
+    mnem_store* h = handle("check");
+    return detail::read("check", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_check(h, out, cap, len, err);
+    });
+  }
+
+  /// The namespace as JSON Lines (docs/EXPORT.md), from one snapshot, built in memory.
+  std::string export_jsonl(std::string_view app, std::string_view user) const { return export_call(app, user, 0); }
+  /// Every namespace of the store as JSON Lines.
+  std::string export_all_jsonl() const { return export_call({}, {}, 1); }
+
+  /// Imports an export; returns the episode records imported. The input is checked whole
+  /// first: a bad line, a truncated input or an occupied namespace throws
+  /// INVALID_ARGUMENT and nothing is written.
+  uint64_t import_jsonl(std::string_view export_jsonl) {
+    uint64_t n = 0;
+    mnem_error err{};
+    detail::check("import", mnem_import(handle("import"), detail::view(export_jsonl), &n, &err), err);
+    return n;
+  }
+
+  /// Typed get_episodes: one element per id, empty where no visible episode has it.
+  std::vector<std::optional<Episode>> get_episodes(std::string_view app, std::string_view user,
+                                                   const std::vector<std::string>& ids) const {
+    std::string jsonl;
+    for (const std::string& id : ids) {
+      if (!jsonl.empty()) jsonl += '\n';
+      detail::append_json_string(jsonl, id);
+    }
+    std::string raw = get_episodes(app, user, jsonl);
+    return detail::decode("get_episodes", [&] {
+      std::vector<std::optional<Episode>> out;
+      const nlohmann::json parsed = nlohmann::json::parse(raw);
+      for (const auto& e : parsed.at("episodes")) {
+        if (e.is_null())
+          out.emplace_back();
+        else
+          out.emplace_back(e.get<Episode>());
+      }
+      if (out.size() != ids.size()) throw Error(MNEM_STATUS_INTERNAL, "get_episodes", "results do not match the ids");
+      return out;
+    });
+  }
+
+  NamespacePage list_namespaces(const NamespaceQuery& q) const {
+    return detail::parse<NamespacePage>("list_namespaces", list_namespaces(detail::dump(nlohmann::json(q), "list_namespaces")));
+  }
+
+  /// Every namespace, paging with `page_size` (0 = the library default) until next_after is empty.
+  std::vector<NamespaceInfo> all_namespaces(uint64_t page_size = 0) const {
+    std::vector<NamespaceInfo> out;
+    NamespaceQuery q;
+    if (page_size) q.limit = page_size;
+    for (;;) {
+      NamespacePage page = list_namespaces(q);
+      out.insert(out.end(), page.namespaces.begin(), page.namespaces.end());
+      if (!page.next_after) return out;
+      q.after = std::move(page.next_after);
+    }
+  }
+
+  NamespaceStats namespace_statistics(std::string_view app, std::string_view user) const {
+    return detail::parse<NamespaceStats>("namespace_stats", namespace_stats(app, user));
+  }
+
+  CheckReport check_report() const { return detail::parse<CheckReport>("check", check()); }
+
   // ---- Typed forms ----
 
   /// Writes the episodes atomically (all or none); returns their ids in order.
@@ -799,6 +1058,13 @@ class Store {
     mnem_store* h = handle(op);
     return detail::read(op, [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
       return fn(h, detail::view(app), detail::view(user), detail::view(query_json), out, cap, len, err);
+    });
+  }
+
+  std::string export_call(std::string_view app, std::string_view user, int32_t all) const {
+    mnem_store* h = handle("export");
+    return detail::read("export", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_export(h, detail::view(app), detail::view(user), all, out, cap, len, err);
     });
   }
 

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -600,6 +602,281 @@ void test_typed() {
   CHECK(s.put_episodes(A, U, std::vector<mnem::EpisodeInput>{}).empty());
 }
 
+
+// ---- Store management ----
+
+std::vector<std::string> files_with(const std::string& dir, const std::string& needle) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream f(e.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (contains(bytes, needle)) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+// Every kind of data an export carries; returns the episode ids.
+std::vector<std::string> fill(mnem::Store& s, const std::string& user) {
+  std::vector<std::string> ids = s.put_episodes(
+      A, user,
+      R"({"primary":"the lighthouse keeper's log","tags":["log"],"embedding":[1,0,0],"metadata":{"src":"x"}}
+{"primary":"a storm over the lighthouse","secondary":"waves","embedding":[0,1,0]}
+{"primary":"deleted lighthouse note","embedding":[0,0,1]}
+{"primary":"lighthouse paint is red","episode_type":"fact","context":"harbour"})");
+  s.delete_episodes(A, user, "\"" + ids[2] + "\"");
+  s.add_session(A, user, "s1",
+                event("e1", "user", "1700000000.25", text_content("user", "the lighthouse is tall")) + "\n" +
+                    event("e2", "model", "1700000001", text_content("model", "lighthouses guide ships")));
+  s.add_events(A, user, "s2", event("e3", "user", "1700000002", text_content("user", "a lighthouse at night")),
+               R"({"tags":["night"]})");
+  s.delete_memory(A, user, "e2");
+  return ids;
+}
+
+// Every search's raw answer for the namespace, concatenated.
+std::string answers(const mnem::Store& s, const std::string& user, const std::vector<std::string>& ids) {
+  std::string ids_jsonl;
+  for (const auto& id : ids) ids_jsonl += "\"" + id + "\"\n";
+  return s.search(A, user, "lighthouse") + s.keyword_search(A, user, R"({"text":"lighthouse","limit":100})") +
+         s.keyword_search(A, user, R"({"text":"lighthouse","tag":"log"})") +
+         s.hybrid_search(A, user, R"({"text":"lighthouse","vector":[0.1,0.9,0],"limit":10})") +
+         s.substring_search(A, user, R"({"text":"LIGHT","limit":100})") +
+         s.lexical_page(A, user, R"({"text":"lighthouse","limit":100})") + s.get_episodes(A, user, ids_jsonl);
+}
+
+std::vector<std::string> memory_ids(const mnem::Store& s, const std::string& user, const std::string& q) {
+  std::vector<std::string> ids;
+  for (const auto& m : s.search_memory(A, user, q)) ids.push_back(m.id);
+  return ids;
+}
+
+void test_delete_session() {
+  mnem::Store s(":memory:", MNEM_OPEN_CREATE);
+  s.add_session(A, U, "s1",
+                event("a1", "user", "1", text_content("user", "apples in session one")) + "\n" +
+                    event("a2", "model", "2", text_content("model", "more apples, one")));
+  s.add_session(A, U, "s2", event("b1", "user", "3", text_content("user", "apples in session two")));
+  s.add_events(A, U, "", event("u1", "user", "4", text_content("user", "apples without a session")));
+  CHECK((memory_ids(s, U, "apples") == std::vector<std::string>{"a1", "a2", "b1", "u1"}));
+  CHECK(s.delete_session(A, U, "s1") == 2);
+  CHECK((memory_ids(s, U, "apples") == std::vector<std::string>{"b1", "u1"}));
+  mnem::KeywordQuery kq;
+  kq.text = "one";
+  CHECK(s.keyword_search(A, U, kq).empty());
+  CHECK(s.delete_session(A, U, "") == 0);
+  CHECK(s.delete_session(A, U, mnem::Store::unknown_session_id) == 1);
+  CHECK(s.delete_session(A, U, "never-added") == 0);
+  CHECK((memory_ids(s, U, "apples") == std::vector<std::string>{"b1"}));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.delete_session(A, U, "bad\xff"));
+  s.close();
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.delete_session(A, U, "s2"));
+}
+
+void test_forget() {
+  TempDir dir;
+  std::vector<std::string> ids;
+  {
+    mnem::Store s(dir.path, MNEM_OPEN_CREATE);
+    ids = s.put_episodes(A, "alice", R"({"primary":"alice keeps marmalade","embedding":[1,0]})");
+    s.add_session(A, "alice", "s", event("e1", "user", "1", text_content("user", "marmalade session")));
+    s.put_episodes(A, "bob", R"({"primary":"bob grows quinceflower"})");
+    s.add_session(A, "bob", "s", event("e1", "user", "1", text_content("user", "quinceflower session")));
+    CHECK(!files_with(dir.path, "marmalade").empty());
+    s.forget_namespace(A, "alice");
+    auto got = s.get_episodes(A, "alice", ids);
+    CHECK(got.size() == 1 && !got[0]);
+    CHECK(s.search_memory(A, "alice", "marmalade").empty());
+    mnem::NamespaceStats st = s.namespace_statistics(A, "alice");
+    CHECK(st.records.keys == 0 && st.live == 0 && st.buckets == 0 && !st.dimension);
+    auto all = s.all_namespaces();
+    CHECK(all.size() == 1 && all[0].ns == (mnem::Namespace{A, "bob"}) && all[0].episodes == 2);  // the episode and the event
+    CHECK((memory_ids(s, "bob", "quinceflower") == std::vector<std::string>{"e1"}));
+    s.forget_namespace(A, "nobody");
+    CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.forget_namespace("bad\xff", "x"));
+  }
+  CHECK(files_with(dir.path, "marmalade").empty());
+  CHECK(!files_with(dir.path, "quinceflower").empty());
+  mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.forget_namespace(A, "bob"));
+  CHECK(memory_ids(ro, "bob", "quinceflower").size() == 1);
+}
+
+void test_get_episodes() {
+  mnem::Store s(":memory:", MNEM_OPEN_CREATE);
+  auto ids = s.put_episodes(A, U, R"({"primary":"first","tags":["t"]}
+{"primary":"second"})");
+  s.delete_episodes(A, U, "\"" + ids[1] + "\"");
+  const std::string missing = "01900000-0000-7000-8000-00000000abcd";
+  auto got = s.get_episodes(A, U, std::vector<std::string>{ids[0], missing, ids[1], ids[0]});
+  CHECK(got.size() == 4 && got[0] && !got[1] && !got[2] && got[3]);
+  if (got.size() == 4 && got[0]) CHECK(got[0]->id == ids[0] && got[0]->primary == "first" && got[0]->tags.at(0) == "t");
+  CHECK(s.get_episodes(A, U, "\"" + missing + "\"") == R"({"episodes":[null]})");
+  CHECK(s.get_episodes(A, "other", std::vector<std::string>{ids[0]}).at(0) == std::nullopt);
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.get_episodes(A, U, std::vector<std::string>{"not-a-uuid"}));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.get_episodes(A, U, std::vector<std::string>{"bad\xff"}));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.get_episodes(A, U, std::vector<std::string>(10001, missing)));
+  CHECK(s.get_episodes(A, U, std::vector<std::string>(10000, missing)).size() == 10000);
+}
+
+void test_namespaces() {
+  mnem::Store s(":memory:", MNEM_OPEN_CREATE);
+  // Key order: byte length of app_name, its bytes, then likewise user_id.
+  const std::vector<std::pair<mnem::Namespace, uint64_t>> want = {
+      {{"", "z"}, 1}, {{"b", ""}, 2}, {{"b", "a"}, 1}, {{"b", "aa"}, 3}, {{"aa", ""}, 1}, {{"\xc3\xbc", "x"}, 1}};
+  for (auto it = want.rbegin(); it != want.rend(); ++it) {
+    std::string jsonl;
+    for (uint64_t k = 0; k < it->second; ++k) jsonl += R"({"primary":"episode"})" "\n";
+    s.put_episodes(it->first.app_name, it->first.user_id, jsonl);
+  }
+  auto same = [&](const std::vector<mnem::NamespaceInfo>& got) {
+    if (got.size() != want.size()) return false;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (got[i].ns != want[i].first || got[i].episodes != want[i].second) return false;
+    return true;
+  };
+  mnem::NamespacePage one = s.list_namespaces(mnem::NamespaceQuery{});
+  CHECK(same(one.namespaces) && !one.next_after);
+  std::vector<mnem::NamespaceInfo> paged;
+  mnem::NamespaceQuery q;
+  q.limit = 4;
+  int pages = 0;
+  for (;;) {
+    mnem::NamespacePage p = s.list_namespaces(q);
+    ++pages;
+    CHECK(p.namespaces.size() <= 4);
+    paged.insert(paged.end(), p.namespaces.begin(), p.namespaces.end());
+    if (!p.next_after) break;
+    CHECK(*p.next_after == p.namespaces.back().ns);
+    q.after = p.next_after;
+  }
+  CHECK(pages == 2 && same(paged));
+  CHECK(same(s.all_namespaces(1)));
+  q = mnem::NamespaceQuery{};
+  q.after = mnem::Namespace{"b", "z"};  // absent: from the next in key order
+  CHECK(s.list_namespaces(q).namespaces.at(0).ns == (mnem::Namespace{"b", "aa"}));
+  CHECK(s.list_namespaces(R"({"limit":1})") ==
+        R"({"namespaces":[{"app_name":"","user_id":"z","episodes":1}],"next_after":{"app_name":"","user_id":"z"}})");
+  q = mnem::NamespaceQuery{};
+  q.limit = 1001;
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.list_namespaces(q));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.list_namespaces(R"({"cursor":null})"));
+}
+
+void test_namespace_stats() {
+  mnem::Store s(":memory:", MNEM_OPEN_CREATE);
+  auto ids = s.put_episodes(A, U, R"({"primary":"live one","embedding":[1,0,0]}
+{"primary":"live two"}
+{"primary":"to delete"}
+{"primary":"expiring","ttl_ms":1})");
+  s.delete_episodes(A, U, "\"" + ids[2] + "\"");
+  s.add_session(A, U, "s1",
+                event("e1", "user", "1", text_content("user", "one")) + "\n" +
+                    event("e2", "user", "2", text_content("user", "two")));
+  s.add_session(A, U, "s2", event("e3", "user", "3", text_content("user", "three")));
+  CHECK(s.delete_memory(A, U, "e3") == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  mnem::NamespaceStats st = s.namespace_statistics(A, U);
+  CHECK(st.records.keys == 7 && st.records.bytes > 0);
+  CHECK(st.live == 4 && st.deleted == 2 && st.expired == 1);
+  CHECK(st.buckets == 2 && st.bucket_events == 2 && st.memory_tombstones == 1);
+  CHECK(st.dimension == std::optional<uint32_t>(3));
+  CHECK(st.adk.keys > 0 && st.bm25_index.keys > 0 && st.adk_index.keys > 0 && st.vector_index.keys > 0);
+  mnem::NamespaceStats none = s.namespace_statistics(A, "nobody");
+  CHECK(none.records.keys == 0 && none.live == 0 && none.buckets == 0 && !none.dimension && none.approximate_file_bytes == 0);
+  CHECK(contains(s.namespace_stats(A, "nobody"), R"("dimension":null)"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.namespace_stats(A, "bad\xff"));
+}
+
+void test_export_import() {
+  mnem::Store src(":memory:", MNEM_OPEN_CREATE);
+  auto ids = fill(src, "alice");
+  fill(src, "bob");
+  const std::string want = answers(src, "alice", ids);
+  CHECK(contains(want, "lighthouse keeper") && contains(want, R"("e1")"));
+  const std::string dump = src.export_jsonl(A, "alice");
+  CHECK(contains(dump, R"("type":"header")") && contains(dump, R"("type":"end")") && !contains(dump, R"("bob")"));
+
+  mnem::Store dst(":memory:", MNEM_OPEN_CREATE);
+  CHECK(dst.import_jsonl(dump) == 7);
+  CHECK(answers(dst, "alice", ids) == want);
+  CHECK(dst.export_jsonl(A, "alice") == dump);
+  CHECK(dst.add_events(A, "alice", "s3", event("e2", "user", "5", text_content("user", "again"))) == 0);
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, dst.import_jsonl(dump));  // occupied
+
+  const std::string all = src.export_all_jsonl();
+  CHECK(contains(all, R"("bob")") && contains(all, R"("alice")"));
+  std::string cut = all.substr(0, all.rfind('\n', all.size() - 2) + 1);  // without the end line
+  mnem::Store fresh(":memory:", MNEM_OPEN_CREATE);
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, fresh.import_jsonl(cut));
+  CHECK(fresh.all_namespaces().empty());
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, fresh.import_jsonl("{\"type\":\"header\"}\nnot json\n"));
+  CHECK(fresh.import_jsonl(all) == 14);
+  CHECK(answers(fresh, "alice", ids) == want);
+  CHECK(fresh.export_all_jsonl() == all);
+
+  // Larger than the first buffer.
+  mnem::Store big(":memory:", MNEM_OPEN_CREATE);
+  std::string jsonl;
+  for (int i = 0; i < 300; ++i) jsonl += R"({"primary":"word)" + std::to_string(i) + R"( filler filler filler filler"})" "\n";
+  big.put_episodes(A, U, jsonl);
+  std::string bigdump = big.export_jsonl(A, U);
+  CHECK(bigdump.size() > 4096 && contains(bigdump, "\"episodes\":300}\n"));
+  mnem::Store big2(":memory:", MNEM_OPEN_CREATE);
+  CHECK(big2.import_jsonl(bigdump) == 300);
+
+  TempDir dir;
+  { mnem::Store create(dir.path, MNEM_OPEN_CREATE); }
+  mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.import_jsonl(dump));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, src.export_jsonl("bad\xff", U));
+}
+
+void test_check_backup() {
+  TempDir dir, dest_parent;
+  mnem::Store s(dir.path, MNEM_OPEN_CREATE);
+  auto ids = fill(s, "alice");
+  const std::string want = answers(s, "alice", ids);
+  mnem::CheckReport r = s.check_report();
+  CHECK(r.ok && !r.problem && r.episodes == 7 && r.episode_keys == 7 && r.meta_keys > 0 && r.adk_keys > 0 &&
+        r.index_keys > 0 && r.bytes > 0);
+  CHECK(s.check().rfind(R"({"ok":true,)", 0) == 0);
+
+  const std::string dest = dest_parent.path + "/backup";
+  s.backup(dest);
+  s.put_episodes(A, "alice", R"({"primary":"lighthouse written after the backup"})");
+  {
+    mnem::Store b(dest, MNEM_OPEN_READ_ONLY);
+    CHECK(answers(b, "alice", ids) == want);
+    CHECK(b.check_report().ok);
+    CHECK_THROWS(MNEM_STATUS_READ_ONLY, b.backup(dest_parent.path + "/ro"));
+  }
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.backup(dest));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.backup(""));
+  mnem::Store mem(":memory:", MNEM_OPEN_CREATE);
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mem.backup(dest_parent.path + "/mem"));
+
+  // A problem's status name maps to the status.
+  auto bad = nlohmann::json::parse(
+                 R"({"ok":false,"keys":{"meta":1,"episodes":0,"adk":0,"index":0},"bytes":9,"episodes":0,"problem":{"status":"CORRUPTION","message":"m"}})")
+                 .get<mnem::CheckReport>();
+  CHECK(!bad.ok && bad.problem && bad.problem->status == MNEM_STATUS_CORRUPTION && bad.problem->message == "m");
+}
+
+void test_view() {
+  TempDir dir;
+  mnem::Store w(dir.path, MNEM_OPEN_CREATE);
+  auto ids = fill(w, "alice");
+  const std::string want = answers(w, "alice", ids);
+  CHECK_THROWS(MNEM_STATUS_BUSY, mnem::Store(dir.path, MNEM_OPEN_READ_ONLY));
+  mnem::Store v(dir.path, MNEM_OPEN_VIEW);
+  CHECK(answers(v, "alice", ids) == want);
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, v.put_episodes(A, "alice", R"({"primary":"x"})"));
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, v.delete_session(A, "alice", "s1"));
+  w.put_episodes(A, "bob", R"({"primary":"after the view"})");
+  CHECK(v.all_namespaces().size() == 1);
+  CHECK(mnem::Store(dir.path, MNEM_OPEN_VIEW).all_namespaces().size() == 2);
+}
 }  // namespace
 
 int main() {
@@ -621,6 +898,14 @@ int main() {
   run("threads", test_threads);
   run("persistence", test_persistence);
   run("typed", test_typed);
+  run("delete_session", test_delete_session);
+  run("forget", test_forget);
+  run("get_episodes", test_get_episodes);
+  run("namespaces", test_namespaces);
+  run("namespace_stats", test_namespace_stats);
+  run("export_import", test_export_import);
+  run("check_backup", test_check_backup);
+  run("view", test_view);
   std::cout << passed << " passed, " << failed << " failed" << std::endl;
   return failed == 0 ? 0 : 1;
 }
