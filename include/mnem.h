@@ -512,8 +512,8 @@ mnem_status mnem_check(const struct mnem_store *store,
 // record (tombstones included) with revision, times, expiry, metadata, content, embedding
 // and ADK place, then an end line with the counts. `mnem_import` of the output reproduces
 // the records and ADK order, so every search answers the same. The whole export is built
-// in memory for each call (BUFFER_TOO_SMALL builds it again): for stores larger than
-// memory use the `mnem export` tool, which streams.
+// in memory for each call (BUFFER_TOO_SMALL builds it again): for large stores use
+// `mnem_export_page`, or the `mnem export` tool, which streams.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_export(const struct mnem_store *store,
                         struct mnem_str app,
@@ -536,6 +536,28 @@ mnem_status mnem_import(struct mnem_store *store,
                         struct mnem_str export_jsonl,
                         uint64_t *out_episodes,
                         struct mnem_error *err);
+
+// One page of an export, for stores too large for one buffer: the lines after `cursor`
+// (empty: from the start) until at least `max_bytes` are written (at least one line) or
+// the export ends, read from a snapshot of its own. Writes `{"lines": "<JSON Lines>",
+// "next_cursor": "<opaque>" | null}`: append `lines` to the export and call again with
+// `next_cursor` until it is null (the page that holds the end line). `app`, `user` and
+// `all` must be the same on every page (as for `mnem_export`). The pages together are the
+// export `mnem_export` writes when nothing is written to the store in between; writes
+// between pages can leave the pages inconsistent, which `mnem_import` then refuses.
+// Returns OK; BUFFER_TOO_SMALL (the same call again, with a larger buffer, writes the same
+// page unless the store changed); INVALID_ARGUMENT (a cursor this build did not write, or of
+// an export that has ended); BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_export_page(const struct mnem_store *store,
+                             struct mnem_str app,
+                             struct mnem_str user,
+                             int32_t all,
+                             struct mnem_str cursor,
+                             uint64_t max_bytes,
+                             uint8_t *out,
+                             size_t out_cap,
+                             size_t *out_len,
+                             struct mnem_error *err);
 
 #if defined(MNEM_FAULT_INJECTION)
 // Fault injection (test builds only): panic inside the panic boundary of a call on

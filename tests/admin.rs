@@ -314,3 +314,42 @@ fn namespaces_page_in_key_order_and_stats_count() {
     assert!(s.bm25_index.keys > 0 && s.adk_index.keys > 0 && s.vector_index.keys > 0);
     assert!(m.list_namespaces(None, 0).is_err() && m.list_namespaces(None, 1001).is_err());
 }
+
+#[test]
+fn export_pages_concatenate_to_the_export() {
+    let m = open(":memory:");
+    let nss = varied(&m);
+    for only in [None, Some(&nss[1])] {
+        let whole = export(&m, only);
+        for max in [1u64, 700, 5000, u64::MAX] {
+            let (mut all, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+            loop {
+                let next = m.export_page(only, cursor.as_deref(), max, &mut all).unwrap();
+                pages += 1;
+                match next {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+            assert!(String::from_utf8(all).unwrap() == whole, "pages of {max} bytes");
+            if max == 1 {
+                // A namespace's own lines (namespace, buckets, tombstones) come as one unit.
+                let lines = whole.lines().count();
+                assert!(pages <= lines && pages + 10 > lines, "{pages} pages of {lines} lines");
+            }
+        }
+    }
+    let mut sink = Vec::new();
+    for bad in ["", "zz", "01", "0200000000000000000000000000000000000000000000"] {
+        let e = m.export_page(None, Some(bad), 10, &mut sink).unwrap_err();
+        assert!(e.message.contains("cursor"), "{bad:?}: {}", e.message);
+    }
+    // An order line naming an episode its namespace does not hold is refused by line.
+    let text = export(&m, Some(&nss[0]));
+    let at = text.lines().position(|l| l.starts_with(r#"{"type":"order""#)).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let v: serde_json::Value = serde_json::from_str(&lines[at]).unwrap();
+    lines[at] = json!({"type": "order", "position": v["position"], "seq": v["seq"], "id": "01900000-0000-7000-8000-000000000000"}).to_string();
+    let e = open(":memory:").import(&lines.join("\n"), &mut |_, _| {}).unwrap_err();
+    assert!(e.message.contains(&format!("line {}", at + 1)), "{}", e.message);
+}

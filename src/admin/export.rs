@@ -10,7 +10,6 @@ use crate::record::RecordView;
 use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META, FORMAT_VERSION};
 use crate::Mnem;
 use rocksdb::Snapshot;
-use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use uuid::Uuid;
 
@@ -58,8 +57,8 @@ fn push_namespace_fields(out: &mut Vec<u8>, ns: &Namespace) {
 }
 
 /// An episode line: every stored field, the raw `metadata` and `content` text, the embedding
-/// (shortest round-trip f32 decimals) and the ADK place, if any.
-fn push_episode(out: &mut Vec<u8>, v: &RecordView<'_>, place: Option<(u32, u64)>) {
+/// (shortest round-trip f32 decimals).
+fn push_episode(out: &mut Vec<u8>, v: &RecordView<'_>) {
     out.extend_from_slice(b"{\"type\":\"episode\",\"id\":\"");
     out.extend_from_slice(v.id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
     out.extend_from_slice(format!("\",\"revision\":{},\"deleted\":{}", v.revision, v.deleted()).as_bytes());
@@ -106,65 +105,387 @@ fn push_episode(out: &mut Vec<u8>, v: &RecordView<'_>, place: Option<(u32, u64)>
         Some(e) => serde_json::to_writer(&mut *out, &e).expect("writing to a Vec cannot fail"),
         None => out.extend_from_slice(b"null"),
     }
-    out.extend_from_slice(b",\"place\":");
-    match place {
-        Some((p, s)) => out.extend_from_slice(format!("[{p},{s}]").as_bytes()),
-        None => out.extend_from_slice(b"null"),
-    }
     out.push(b'}');
 }
 
-impl Engine {
-    /// `Mnem::export` (the public documentation is there).
-    pub(crate) fn export(
-        &self,
-        only: Option<&Namespace>,
-        out: &mut dyn Write,
-        progress: Progress<'_>,
-    ) -> Result<Transfer> {
-        let snap = self.store.snapshot();
-        let mut w = Writer { out, line: Vec::with_capacity(4096), t: Transfer::default(), bytes: 0 };
-        w.line.extend_from_slice(
-            format!("{{\"type\":\"header\",\"mnem_export\":{EXPORT_VERSION},\"format\":{FORMAT_VERSION},\"scope\":")
-                .as_bytes(),
-        );
-        match only {
-            Some(ns) => {
-                w.line.push(b'{');
-                push_namespace_fields(&mut w.line, ns);
-                w.line.push(b'}');
-            }
-            None => w.line.extend_from_slice(b"\"store\""),
+/// Where an export stands: enough to resume it in a later call (`mnem_export_page`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Cursor {
+    header_done: bool,
+    finished: bool,
+    namespaces: u64,
+    episodes: u64,
+    /// The namespace in progress, or (phase `NEXT`) the last one finished (empty: none yet).
+    prefix: Vec<u8>,
+    phase: u8,
+    /// The key suffix of the last item written in this phase (empty: none yet).
+    pos: Vec<u8>,
+}
+
+/// Phases of one namespace, in line order.
+const NAMESPACE_LINES: u8 = 0;
+const ORDER_LINES: u8 = 1;
+const GRAPH_EPISODES: u8 = 2;
+const OTHER_EPISODES: u8 = 3;
+const NEXT: u8 = 4;
+const CURSOR_VERSION: u8 = 1;
+
+impl Cursor {
+    fn start() -> Cursor {
+        Cursor { phase: NEXT, ..Cursor::default() }
+    }
+
+    fn encode(&self) -> String {
+        let mut b = vec![CURSOR_VERSION, u8::from(self.header_done), u8::from(self.finished), self.phase];
+        b.extend_from_slice(&self.namespaces.to_be_bytes());
+        b.extend_from_slice(&self.episodes.to_be_bytes());
+        b.push(self.pos.len() as u8);
+        b.extend_from_slice(&self.pos);
+        b.extend_from_slice(&self.prefix);
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    fn decode(text: &str) -> Result<Cursor> {
+        let bad = || Error::invalid("`cursor` is not a cursor this build wrote");
+        if !text.len().is_multiple_of(2) || !text.is_ascii() {
+            return Err(bad());
         }
+        let b: Vec<u8> = (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|_| bad()))
+            .collect::<Result<_>>()?;
+        if b.len() < 21 || b[0] != CURSOR_VERSION || b[1] > 1 || b[2] > 1 || b[3] > NEXT {
+            return Err(bad());
+        }
+        let n = b[20] as usize;
+        let pos = b.get(21..21 + n).ok_or_else(bad)?.to_vec();
+        Ok(Cursor {
+            header_done: b[1] == 1,
+            finished: b[2] == 1,
+            phase: b[3],
+            namespaces: u64::from_be_bytes(b[4..12].try_into().expect("8 bytes")),
+            episodes: u64::from_be_bytes(b[12..20].try_into().expect("8 bytes")),
+            pos,
+            prefix: b[21 + n..].to_vec(),
+        })
+    }
+}
+
+/// One export run over one snapshot, from a cursor, until done or the byte budget is spent.
+struct Run<'e, 'w, 'p> {
+    engine: &'e Engine,
+    snap: Snapshot<'e>,
+    only: Option<Namespace>,
+    cur: Cursor,
+    w: Writer<'w>,
+    budget: u64,
+    progress: Progress<'p>,
+}
+
+impl Run<'_, '_, '_> {
+    fn full(&self) -> bool {
+        self.w.bytes >= self.budget
+    }
+
+    fn bad(what: &str) -> Error {
+        Error::corruption(format!("{what} is malformed"))
+    }
+
+    /// Write lines until the export ends (true) or the budget is spent (false).
+    fn run(&mut self) -> Result<bool> {
+        if !self.cur.header_done {
+            self.w.line.extend_from_slice(
+                format!(
+                    "{{\"type\":\"header\",\"mnem_export\":{EXPORT_VERSION},\"format\":{FORMAT_VERSION},\"scope\":"
+                )
+                .as_bytes(),
+            );
+            match &self.only {
+                Some(ns) => {
+                    self.w.line.push(b'{');
+                    push_namespace_fields(&mut self.w.line, ns);
+                    self.w.line.push(b'}');
+                }
+                None => self.w.line.extend_from_slice(b"\"store\""),
+            }
+            self.w.line.push(b'}');
+            self.w.emit()?;
+            self.cur.header_done = true;
+        }
+        while !self.cur.finished {
+            if self.full() {
+                return Ok(false);
+            }
+            if self.cur.phase == NEXT {
+                match self.next_namespace()? {
+                    Some(prefix) => {
+                        self.cur.prefix = prefix;
+                        self.cur.phase = NAMESPACE_LINES;
+                        self.cur.pos.clear();
+                    }
+                    None => {
+                        let c = &self.cur;
+                        self.w.line.extend_from_slice(
+                            format!("{{\"type\":\"end\",\"namespaces\":{},\"episodes\":{}}}", c.namespaces, c.episodes)
+                                .as_bytes(),
+                        );
+                        self.w.emit()?;
+                        self.cur.finished = true;
+                    }
+                }
+                continue;
+            }
+            if !self.namespace_step()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The prefix of the namespace after the current one, if any.
+    fn next_namespace(&self) -> Result<Option<Vec<u8>>> {
+        if let Some(ns) = &self.only {
+            let prefix = ns.prefix();
+            let first = self.cur.prefix.is_empty();
+            return Ok((first && self.engine.namespace_exists(&self.snap, &prefix)?).then_some(prefix));
+        }
+        let from = if self.cur.prefix.is_empty() {
+            Vec::new()
+        } else {
+            keys::prefix_successor(&self.cur.prefix).unwrap_or_default()
+        };
+        let a = self.engine.first_namespace_from(&self.snap, CF_EPISODES, &from)?;
+        let b = self.engine.first_namespace_from(&self.snap, CF_ADK, &from)?;
+        Ok(match (a, b) {
+            (Some(a), Some(b)) => Some(a.1.min(b.1)),
+            (a, b) => a.or(b).map(|x| x.1),
+        })
+    }
+
+    /// Continue the current namespace; false when the budget ran out part-way.
+    fn namespace_step(&mut self) -> Result<bool> {
+        let prefix = self.cur.prefix.clone();
+        let (ns, _) = super::inspect::namespace_of(&prefix)?;
+        if self.cur.phase == NAMESPACE_LINES {
+            self.namespace_lines(&ns, &prefix)?;
+            self.cur.phase = ORDER_LINES;
+            self.cur.pos.clear();
+            if self.full() {
+                return Ok(false);
+            }
+        }
+        if self.cur.phase == ORDER_LINES {
+            let start = keys::adk_key(&prefix, adk_tag::ORDER, &[]);
+            let mut stopped = false;
+            let mut pending: Vec<(Vec<u8>, Uuid)> = Vec::new();
+            let after = self.cur.pos.clone();
+            self.engine.store.scan_prefix(&self.snap, CF_ADK, &start, |suffix, v| {
+                if !after.is_empty() && suffix <= after.as_slice() {
+                    return Ok(true);
+                }
+                let id = <[u8; 16]>::try_from(v).map_err(|_| Self::bad("ADK order record"))?;
+                pending.push((suffix.to_vec(), Uuid::from_bytes(id)));
+                Ok(pending.len() < 4096)
+            })?;
+            for (suffix, id) in &pending {
+                let (p, seq) = keys::parse_order_suffix(suffix).ok_or_else(|| Self::bad("ADK order key"))?;
+                self.w.line.extend_from_slice(
+                    format!("{{\"type\":\"order\",\"position\":{p},\"seq\":{seq},\"id\":\"").as_bytes(),
+                );
+                self.w.line.extend_from_slice(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
+                self.w.line.extend_from_slice(b"\"}");
+                self.w.emit()?;
+                self.cur.pos = suffix.clone();
+                if self.full() {
+                    stopped = true;
+                    break;
+                }
+            }
+            if stopped {
+                return Ok(false);
+            }
+            if pending.len() == 4096 {
+                return Ok(true); // more order keys: the next step reads on
+            }
+            self.cur.phase = GRAPH_EPISODES;
+            self.cur.pos.clear();
+        }
+        if self.cur.phase == GRAPH_EPISODES {
+            // Episodes with a live vector, in the graph's node order, so that an import inserts
+            // them into a new graph in the same order.
+            let links = keys::index_key(&prefix, index_tag::VECTOR_FIRST + 2, &[]);
+            let mut nodes: Vec<(Vec<u8>, Uuid)> = Vec::new();
+            let after = self.cur.pos.clone();
+            self.engine.store.scan_prefix(&self.snap, CF_INDEX, &links, |node, v| {
+                if !after.is_empty() && node <= after.as_slice() {
+                    return Ok(true);
+                }
+                let id = v.get(..16).ok_or_else(|| Self::bad("a vector graph node"))?;
+                if v.get(16).ok_or_else(|| Self::bad("a vector graph node"))? & 1 == 0 {
+                    nodes.push((node.to_vec(), Uuid::from_bytes(id.try_into().expect("16 bytes"))));
+                }
+                Ok(nodes.len() < 4096)
+            })?;
+            for (node, id) in &nodes {
+                if self.in_graph(&prefix, id)?.is_some_and(|n| n == node.as_slice()) {
+                    if let Some(bytes) = self.engine.store.get_episode_raw(&self.snap, &prefix, id)? {
+                        self.episode(*id, &bytes)?;
+                    }
+                }
+                self.cur.pos = node.clone();
+                if self.full() {
+                    return Ok(false);
+                }
+            }
+            if nodes.len() == 4096 {
+                return Ok(true);
+            }
+            self.cur.phase = OTHER_EPISODES;
+            self.cur.pos.clear();
+        }
+        if self.cur.phase == OTHER_EPISODES {
+            let after =
+                (self.cur.pos.len() == 16).then(|| Uuid::from_bytes(self.cur.pos[..].try_into().expect("16 bytes")));
+            let mut batch: Vec<(Uuid, Vec<u8>)> = Vec::new();
+            {
+                let mut scan = self.engine.store.scan_episodes(&self.snap, &ns, after);
+                while let Some((id, bytes)) = scan.next()? {
+                    batch.push((id, bytes.to_vec()));
+                    if batch.len() == 256 {
+                        break;
+                    }
+                }
+            }
+            for (id, bytes) in &batch {
+                if self.in_graph(&prefix, id)?.is_none() {
+                    self.episode(*id, bytes)?;
+                }
+                self.cur.pos = id.as_bytes().to_vec();
+                if self.full() {
+                    return Ok(false);
+                }
+            }
+            if batch.len() == 256 {
+                return Ok(true);
+            }
+            self.cur.phase = NEXT;
+            self.cur.pos.clear();
+            self.cur.namespaces += 1;
+        }
+        Ok(true)
+    }
+
+    /// The node (u32be) holding the live vector of an episode that the graph phase writes:
+    /// the node's links say it is live and the record is live with an embedding.
+    fn in_graph(&self, prefix: &[u8], id: &Uuid) -> Result<Option<Vec<u8>>> {
+        let key = keys::index_key(prefix, index_tag::VECTOR_FIRST + 3, id.as_bytes());
+        let Some(node) = self.engine.store.get_cf(&self.snap, CF_INDEX, &key)? else { return Ok(None) };
+        let links = keys::index_key(prefix, index_tag::VECTOR_FIRST + 2, &node);
+        let live = match self.engine.store.get_cf(&self.snap, CF_INDEX, &links)? {
+            Some(v) => v.get(..16) == Some(id.as_bytes().as_slice()) && v.get(16).is_some_and(|f| f & 1 == 0),
+            None => false,
+        };
+        if !live {
+            return Ok(None);
+        }
+        let Some(bytes) = self.engine.store.get_episode_raw(&self.snap, prefix, id)? else { return Ok(None) };
+        let v = RecordView::parse(*id, &bytes)?;
+        Ok((!v.deleted() && v.embedding().is_some()).then_some(node))
+    }
+
+    fn episode(&mut self, id: Uuid, bytes: &[u8]) -> Result<()> {
+        let v = RecordView::parse(id, bytes)?;
+        push_episode(&mut self.w.line, &v);
+        self.w.emit()?;
+        self.cur.episodes += 1;
+        (self.progress)(self.cur.episodes, self.w.bytes);
+        Ok(())
+    }
+
+    /// The namespace line, its buckets (in position order) and `delete_memory` tombstones.
+    fn namespace_lines(&mut self, ns: &Namespace, prefix: &[u8]) -> Result<()> {
+        let (store, snap) = (&self.engine.store, &self.snap);
+        let next_bucket = match store.get_cf(snap, CF_ADK, &keys::adk_key(prefix, adk_tag::NAMESPACE, &[]))? {
+            Some(v) => u32::from_le_bytes(v.as_slice().try_into().map_err(|_| Self::bad("ADK namespace record"))?),
+            None => 0,
+        };
+        let dimension = match store.get_cf(snap, CF_META, &[b"dim:".as_slice(), prefix].concat())? {
+            Some(v) => {
+                Some(u32::from_le_bytes(v.as_slice().try_into().map_err(|_| Self::bad("vector dimension record"))?))
+            }
+            None => None,
+        };
+        let w = &mut self.w;
+        w.line.extend_from_slice(b"{\"type\":\"namespace\",");
+        push_namespace_fields(&mut w.line, ns);
+        w.line.extend_from_slice(format!(",\"next_bucket\":{next_bucket},\"dimension\":").as_bytes());
+        w.line.extend_from_slice(dimension.map_or("null".to_string(), |d| d.to_string()).as_bytes());
         w.line.push(b'}');
         w.emit()?;
-        match only {
-            Some(ns) => {
-                if self.namespace_exists(&snap, &ns.prefix())? {
-                    self.export_namespace(&snap, ns, &mut w, progress)?;
-                }
-            }
-            None => {
-                let mut after: Option<Namespace> = None;
-                loop {
-                    let page = self.list_namespaces(after.as_ref(), super::MAX_NAMESPACE_PAGE)?;
-                    for n in &page.namespaces {
-                        self.export_namespace(&snap, &n.namespace, &mut w, progress)?;
+        let mut buckets: Vec<(u32, u64, String)> = Vec::new();
+        let mut tombstones: Vec<String> = Vec::new();
+        for (tag, out) in [(adk_tag::BUCKET, true), (adk_tag::TOMBSTONE, false)] {
+            store.scan_prefix(snap, CF_ADK, &keys::adk_key(prefix, tag, &[]), |rest, v| {
+                let text = String::from_utf8(rest.to_vec()).map_err(|_| Self::bad("an ADK key"))?;
+                if out {
+                    if v.len() != 12 {
+                        return Err(Self::bad("ADK bucket record"));
                     }
-                    match page.next_after {
-                        Some(a) => after = Some(a),
-                        None => break,
-                    }
+                    let pos = u32::from_le_bytes(v[..4].try_into().expect("4 bytes"));
+                    buckets.push((pos, u64::from_le_bytes(v[4..].try_into().expect("8 bytes")), text));
+                } else {
+                    tombstones.push(text);
                 }
-            }
+                Ok(true)
+            })?;
         }
-        let t = w.t;
-        w.line.extend_from_slice(
-            format!("{{\"type\":\"end\",\"namespaces\":{},\"episodes\":{}}}", t.namespaces, t.episodes).as_bytes(),
-        );
-        w.emit()?;
-        w.out.flush().map_err(|e| Error::new(crate::Status::Io, format!("writing the export: {e}")))?;
-        Ok(w.t)
+        buckets.sort();
+        for (pos, next_seq, session) in &buckets {
+            w.line.extend_from_slice(b"{\"type\":\"bucket\",\"session_id\":");
+            push_str(&mut w.line, session);
+            w.line.extend_from_slice(format!(",\"position\":{pos},\"next_seq\":{next_seq}}}").as_bytes());
+            w.emit()?;
+        }
+        for t in &tombstones {
+            w.line.extend_from_slice(b"{\"type\":\"deleted_memory_id\",\"memory_id\":");
+            push_str(&mut w.line, t);
+            w.line.push(b'}');
+            w.emit()?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// `Mnem::export` and `Mnem::export_page` (the public documentation is there).
+    pub(crate) fn export_from(
+        &self,
+        only: Option<&Namespace>,
+        cursor: Option<&str>,
+        budget: u64,
+        out: &mut dyn Write,
+        progress: Progress<'_>,
+    ) -> Result<(Transfer, Option<String>)> {
+        let cur = match cursor {
+            Some(c) => Cursor::decode(c)?,
+            None => Cursor::start(),
+        };
+        if cur.finished {
+            return Err(Error::invalid("`cursor` is of an export that has ended"));
+        }
+        let mut run = Run {
+            engine: self,
+            snap: self.store.snapshot(),
+            only: only.cloned(),
+            cur,
+            w: Writer { out, line: Vec::with_capacity(4096), t: Transfer::default(), bytes: 0 },
+            budget,
+            progress,
+        };
+        let done = run.run()?;
+        run.w.out.flush().map_err(|e| Error::new(crate::Status::Io, format!("writing the export: {e}")))?;
+        let t = Transfer { namespaces: run.cur.namespaces, episodes: run.cur.episodes, lines: run.w.t.lines };
+        Ok((t, (!done).then(|| run.cur.encode())))
     }
 
     pub(crate) fn namespace_exists(&self, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<bool> {
@@ -180,116 +501,31 @@ impl Engine {
         }
         Ok(false)
     }
-
-    fn export_namespace(
-        &self,
-        snap: &Snapshot<'_>,
-        ns: &Namespace,
-        w: &mut Writer<'_>,
-        progress: Progress<'_>,
-    ) -> Result<()> {
-        let prefix = ns.prefix();
-        let bad = |what: &str| Error::corruption(format!("{what} is malformed"));
-        let next_bucket = match self.store.get_cf(snap, CF_ADK, &keys::adk_key(&prefix, adk_tag::NAMESPACE, &[]))? {
-            Some(v) => u32::from_le_bytes(v.as_slice().try_into().map_err(|_| bad("ADK namespace record"))?),
-            None => 0,
-        };
-        let dimension = match self.store.get_cf(snap, CF_META, &[b"dim:".as_slice(), &prefix].concat())? {
-            Some(v) => Some(u32::from_le_bytes(v.as_slice().try_into().map_err(|_| bad("vector dimension record"))?)),
-            None => None,
-        };
-        w.line.extend_from_slice(b"{\"type\":\"namespace\",");
-        push_namespace_fields(&mut w.line, ns);
-        w.line.extend_from_slice(format!(",\"next_bucket\":{next_bucket},\"dimension\":").as_bytes());
-        w.line.extend_from_slice(dimension.map_or("null".to_string(), |d| d.to_string()).as_bytes());
-        w.line.push(b'}');
-        w.emit()?;
-        w.t.namespaces += 1;
-        // Buckets in position order, then `delete_memory` tombstones, then the episodes.
-        let mut buckets: Vec<(u32, u64, String)> = Vec::new();
-        let mut tombstones: Vec<String> = Vec::new();
-        let mut places: HashMap<Uuid, (u32, u64)> = HashMap::new();
-        self.store.scan_prefix(snap, CF_ADK, &prefix, |suffix, v| {
-            let (tag, rest) = suffix.split_first().ok_or_else(|| bad("ADK key"))?;
-            match *tag {
-                adk_tag::BUCKET if v.len() == 12 => {
-                    let session = String::from_utf8(rest.to_vec()).map_err(|_| bad("ADK bucket key"))?;
-                    let pos = u32::from_le_bytes(v[..4].try_into().expect("4 bytes"));
-                    buckets.push((pos, u64::from_le_bytes(v[4..].try_into().expect("8 bytes")), session));
-                }
-                adk_tag::ORDER => {
-                    let place = keys::parse_order_suffix(rest).ok_or_else(|| bad("ADK order key"))?;
-                    let id = <[u8; 16]>::try_from(v).map_err(|_| bad("ADK order record"))?;
-                    places.insert(Uuid::from_bytes(id), place);
-                }
-                adk_tag::TOMBSTONE => {
-                    tombstones.push(String::from_utf8(rest.to_vec()).map_err(|_| bad("ADK tombstone key"))?)
-                }
-                adk_tag::NAMESPACE => {}
-                _ => return Err(bad("ADK key")),
-            }
-            Ok(true)
-        })?;
-        buckets.sort();
-        for (pos, next_seq, session) in &buckets {
-            w.line.extend_from_slice(b"{\"type\":\"bucket\",\"session_id\":");
-            push_str(&mut w.line, session);
-            w.line.extend_from_slice(format!(",\"position\":{pos},\"next_seq\":{next_seq}}}").as_bytes());
-            w.emit()?;
-        }
-        for t in &tombstones {
-            w.line.extend_from_slice(b"{\"type\":\"deleted_memory_id\",\"memory_id\":");
-            push_str(&mut w.line, t);
-            w.line.push(b'}');
-            w.emit()?;
-        }
-        // Episodes with a live vector first, in the graph's node order, so that an import
-        // inserts them into a new graph in the same order; then the rest in UUID order.
-        let mut done: HashSet<Uuid> = HashSet::new();
-        let links = keys::index_key(&prefix, index_tag::VECTOR_FIRST + 2, &[]);
-        let mut in_graph: Vec<Uuid> = Vec::new();
-        self.store.scan_prefix(snap, CF_INDEX, &links, |_, v| {
-            let id = v.get(..16).ok_or_else(|| bad("a vector graph node"))?;
-            if v.get(16).ok_or_else(|| bad("a vector graph node"))? & 1 == 0 {
-                in_graph.push(Uuid::from_bytes(id.try_into().expect("16 bytes")));
-            }
-            Ok(true)
-        })?;
-        for id in in_graph {
-            let Some(bytes) = self.store.get_episode_raw(snap, &prefix, &id)? else { continue };
-            let v = RecordView::parse(id, &bytes)?;
-            if v.deleted() || v.embedding().is_none() || !done.insert(id) {
-                continue;
-            }
-            push_episode(&mut w.line, &v, places.get(&id).copied());
-            w.emit()?;
-            w.t.episodes += 1;
-            progress(w.t.episodes, w.bytes);
-        }
-        let mut scan = self.store.scan_episodes(snap, ns, None);
-        while let Some((id, bytes)) = scan.next()? {
-            if done.contains(&id) {
-                continue;
-            }
-            let v = RecordView::parse(id, bytes)?;
-            push_episode(&mut w.line, &v, places.get(&id).copied());
-            w.emit()?;
-            w.t.episodes += 1;
-            progress(w.t.episodes, w.bytes);
-        }
-        Ok(())
-    }
 }
 
 impl Mnem {
     /// Write the namespace `only` (or, for None, every namespace) to `out` as JSON Lines
     /// (docs/EXPORT.md), from one snapshot: a header line, then per namespace its ADK
-    /// buckets, `delete_memory` tombstones and every episode record (tombstones included)
-    /// with its revision, times, expiry, metadata, content, embedding and ADK place, then an
+    /// buckets, `delete_memory` tombstones, ADK order and every episode record (tombstones
+    /// included) with its revision, times, expiry, metadata, content and embedding, then an
     /// end line with the counts. `import` of the output reproduces the records and the ADK
     /// order exactly, so searches answer the same. `progress` hears (episodes, bytes) after
     /// each episode.
     pub fn export(&self, only: Option<&Namespace>, out: &mut dyn Write, progress: Progress<'_>) -> Result<Transfer> {
-        self.engine().export(only, out, progress)
+        Ok(self.engine().export_from(only, None, u64::MAX, out, progress)?.0)
+    }
+
+    /// One page of an export: the lines that follow `cursor` (None: from the start), until
+    /// at least `max_bytes` are written or the export ends, from a snapshot of its own.
+    /// Returns the cursor of the next page, None after the end line. The pages concatenated
+    /// are an export; they equal `export`'s output when nothing is written in between.
+    pub fn export_page(
+        &self,
+        only: Option<&Namespace>,
+        cursor: Option<&str>,
+        max_bytes: u64,
+        out: &mut dyn Write,
+    ) -> Result<Option<String>> {
+        Ok(self.engine().export_from(only, cursor, max_bytes.max(1), out, &mut |_, _| {})?.1)
     }
 }

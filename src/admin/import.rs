@@ -25,14 +25,16 @@ struct NsImport {
     /// session id -> (position, next sequence)
     buckets: Vec<(String, u32, u64)>,
     tombstones: Vec<String>,
-    episodes: Vec<(Episode, Option<(u32, u64)>)>,
+    episodes: Vec<Episode>,
+    /// ADK order: (position, sequence, episode), with the line that gave it.
+    orders: Vec<(u32, u64, Uuid, usize)>,
 }
 
 fn required<T>(v: Option<T>, key: &str) -> Result<T> {
     v.ok_or_else(|| Error::invalid(format!("`{key}` is required")))
 }
 
-fn parse_episode(f: &mut Fields<'_>) -> Result<(Episode, Option<(u32, u64)>)> {
+fn parse_episode(f: &mut Fields<'_>) -> Result<Episode> {
     let id = parse_uuid(&required(f.string("id")?, "id")?, "id")?;
     let revision = required(f.get::<u64>("revision", "a positive integer")?, "revision")?;
     if revision == 0 {
@@ -73,8 +75,15 @@ fn parse_episode(f: &mut Fields<'_>) -> Result<(Episode, Option<(u32, u64)>)> {
     if e.encoded_len() > MAX_RECORD_BYTES {
         return Err(Error::invalid(format!("the episode is over {MAX_RECORD_BYTES} bytes stored")));
     }
-    let place = f.get::<(u32, u64)>("place", "[bucket position, sequence]")?;
-    Ok((e, place))
+    Ok(e)
+}
+
+/// Every order line of a namespace names one of its episodes.
+fn check_orders(n: &NsImport, ids: &HashSet<Uuid>) -> Result<()> {
+    match n.orders.iter().find(|o| !ids.contains(&o.2)) {
+        Some(o) => Err(Error::invalid(format!("line {}: `id` {} is not an episode of its namespace", o.3, o.2))),
+        None => Ok(()),
+    }
 }
 
 /// Parse and check a whole export. Errors name the line.
@@ -117,6 +126,9 @@ fn parse(input: &str) -> Result<(Vec<NsImport>, u64)> {
                 }
                 let next_bucket = f.get::<u32>("next_bucket", "an integer").map_err(at)?.unwrap_or(0);
                 let dimension = f.get::<u32>("dimension", "an integer").map_err(at)?;
+                if let Some(prev) = out.last() {
+                    check_orders(prev, &ids)?;
+                }
                 ids.clear();
                 places.clear();
                 out.push(NsImport {
@@ -126,6 +138,7 @@ fn parse(input: &str) -> Result<(Vec<NsImport>, u64)> {
                     buckets: Vec::new(),
                     tombstones: Vec::new(),
                     episodes: Vec::new(),
+                    orders: Vec::new(),
                 });
             }
             ("bucket", Some(cur)) => {
@@ -143,8 +156,20 @@ fn parse(input: &str) -> Result<(Vec<NsImport>, u64)> {
             ("deleted_memory_id", Some(cur)) => {
                 cur.tombstones.push(required(f.string("memory_id").map_err(at)?, "memory_id").map_err(at)?);
             }
+            ("order", Some(cur)) => {
+                let p = required(f.get::<u32>("position", "an integer").map_err(at)?, "position").map_err(at)?;
+                let seq = required(f.get::<u64>("seq", "an integer").map_err(at)?, "seq").map_err(at)?;
+                let id = parse_uuid(&required(f.string("id").map_err(at)?, "id").map_err(at)?, "id").map_err(at)?;
+                let ok = cur.buckets.iter().any(|(_, bp, next)| *bp == p && seq < *next);
+                if !ok || !places.insert((p, seq)) {
+                    return Err(at(Error::invalid(
+                        "not a free place of a bucket declared before it (position, `seq` below `next_seq`)",
+                    )));
+                }
+                cur.orders.push((p, seq, id, n + 1));
+            }
             ("episode", Some(cur)) => {
-                let (e, place) = parse_episode(&mut f).map_err(at)?;
+                let e = parse_episode(&mut f).map_err(at)?;
                 if !ids.insert(e.id) {
                     return Err(at(Error::invalid(format!("episode {} appears twice in its namespace", e.id))));
                 }
@@ -157,18 +182,13 @@ fn parse(input: &str) -> Result<(Vec<NsImport>, u64)> {
                         ))));
                     }
                 }
-                if let Some((p, s)) = place {
-                    let ok = cur.buckets.iter().any(|(_, bp, next)| *bp == p && s < *next);
-                    if !ok || !places.insert((p, s)) {
-                        return Err(at(Error::invalid(
-                            "`place` is not a free place of a bucket declared before it (position, sequence below `next_seq`)",
-                        )));
-                    }
-                }
-                cur.episodes.push((e, place));
+                cur.episodes.push(e);
                 total += 1;
             }
             ("end", _) => {
+                if let Some(prev) = out.last() {
+                    check_orders(prev, &ids)?;
+                }
                 let nss = f.get::<u64>("namespaces", "an integer").map_err(at)?;
                 let eps = f.get::<u64>("episodes", "an integer").map_err(at)?;
                 if nss != Some(out.len() as u64) || eps != Some(total) {
@@ -179,7 +199,7 @@ fn parse(input: &str) -> Result<(Vec<NsImport>, u64)> {
                 }
                 ended = true;
             }
-            ("bucket" | "deleted_memory_id" | "episode", None) => {
+            ("bucket" | "deleted_memory_id" | "order" | "episode", None) => {
                 return Err(at(Error::invalid(format!("a {kind} line before any namespace line"))));
             }
             _ => return Err(at(Error::invalid(format!("unknown line type {kind:?}")))),
@@ -240,11 +260,11 @@ impl Engine {
         }
         let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
         let mut placement = Placement::default();
-        for (e, place) in &n.episodes {
-            if let Some((p, s)) = *place {
-                batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::ORDER, &keys::order_suffix(p, s)), e.id.as_bytes());
-                placement.places.insert(e.id, (p, s));
-            }
+        for (p, seq, id, _) in &n.orders {
+            batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::ORDER, &keys::order_suffix(*p, *seq)), id.as_bytes());
+            placement.places.insert(*id, (*p, *seq));
+        }
+        for e in &n.episodes {
             if !e.deleted && tombstoned.contains(crate::adk::memory_id(e.event_id.as_deref(), &e.id).as_str()) {
                 placement.excluded.insert(e.id);
             }
@@ -254,10 +274,10 @@ impl Engine {
             return self.store.write(batch);
         }
         for chunk in chunks {
-            for (e, _) in chunk {
+            for e in chunk {
                 batch.put_cf(self.store.cf(CF_EPISODES), keys::episode_key(&prefix, &e.id), e.encode());
             }
-            let staged: Vec<&Episode> = chunk.iter().map(|(e, _)| e).filter(|e| !e.deleted).collect();
+            let staged: Vec<&Episode> = chunk.iter().filter(|e| !e.deleted).collect();
             // A fresh snapshot per chunk: each sees the index keys the previous chunks wrote.
             let snap = self.store.snapshot();
             let ctx = IndexWrite { store: &self.store, snap: &snap, prefix: &prefix, now: now_ms() };

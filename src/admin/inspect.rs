@@ -80,7 +80,12 @@ pub(crate) fn namespace_of(key: &[u8]) -> Result<(Namespace, usize)> {
 
 impl Engine {
     /// The first namespace with a key in `cf` at or after `from`.
-    fn first_namespace_from(&self, snap: &Snapshot<'_>, cf: &str, from: &[u8]) -> Result<Option<(Namespace, Vec<u8>)>> {
+    pub(crate) fn first_namespace_from(
+        &self,
+        snap: &Snapshot<'_>,
+        cf: &str,
+        from: &[u8],
+    ) -> Result<Option<(Namespace, Vec<u8>)>> {
         let it = self.store.prefix_iter(snap, cf, &[], from);
         if !it.valid() {
             it.status()?;

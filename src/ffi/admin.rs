@@ -184,8 +184,8 @@ pub extern "C" fn mnem_check(
 /// record (tombstones included) with revision, times, expiry, metadata, content, embedding
 /// and ADK place, then an end line with the counts. `mnem_import` of the output reproduces
 /// the records and ADK order, so every search answers the same. The whole export is built
-/// in memory for each call (BUFFER_TOO_SMALL builds it again): for stores larger than
-/// memory use the `mnem export` tool, which streams.
+/// in memory for each call (BUFFER_TOO_SMALL builds it again): for large stores use
+/// `mnem_export_page`, or the `mnem export` tool, which streams.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_export(
@@ -228,5 +228,44 @@ pub extern "C" fn mnem_import(
         let t = m.import(text(export_jsonl, "export_jsonl")?, &mut |_, _| {})?;
         set_count(out_episodes, t.episodes);
         Ok(())
+    })
+}
+
+/// One page of an export, for stores too large for one buffer: the lines after `cursor`
+/// (empty: from the start) until at least `max_bytes` are written (at least one line) or
+/// the export ends, read from a snapshot of its own. Writes `{"lines": "<JSON Lines>",
+/// "next_cursor": "<opaque>" | null}`: append `lines` to the export and call again with
+/// `next_cursor` until it is null (the page that holds the end line). `app`, `user` and
+/// `all` must be the same on every page (as for `mnem_export`). The pages together are the
+/// export `mnem_export` writes when nothing is written to the store in between; writes
+/// between pages can leave the pages inconsistent, which `mnem_import` then refuses.
+/// Returns OK; BUFFER_TOO_SMALL (the same call again, with a larger buffer, writes the same
+/// page unless the store changed); INVALID_ARGUMENT (a cursor this build did not write, or of
+/// an export that has ended); BUSY; IO; CORRUPTION; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_export_page(
+    store: *const mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    all: i32,
+    cursor: mnem_str,
+    max_bytes: u64,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> Status {
+    read_call(store, out, out_cap, out_len, err, |m| {
+        let ns = if all != 0 { None } else { Some(namespace(app, user)?) };
+        let cursor = text(cursor, "cursor")?;
+        let mut lines = Vec::new();
+        let next = m.export_page(ns.as_ref(), (!cursor.is_empty()).then_some(cursor), max_bytes, &mut lines)?;
+        let lines = String::from_utf8(lines).map_err(|_| Error::corruption("an export line is not UTF-8"))?;
+        let mut buf = b"{\"lines\":".to_vec();
+        crate::json::push_str(&mut buf, &lines);
+        buf.extend_from_slice(b",\"next_cursor\":");
+        crate::json::push_opt_str(&mut buf, next.as_deref());
+        buf.push(b'}');
+        Ok(buf)
     })
 }

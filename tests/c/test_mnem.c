@@ -1729,6 +1729,40 @@ static char *fetch_export(const mnem_store *s, mnem_str app, mnem_str user, int 
   return buf;
 }
 
+/* Appends the JSON string value that starts at `v` (at its opening quote) to `out`, unescaped
+ * (mnem escapes only quotes, backslashes and control characters). Returns false if malformed. */
+static bool append_json_string(const char *v, char *out, size_t *len, size_t cap) {
+  if (*v != '"') return false;
+  for (v++; *v != '"'; v++) {
+    char c = *v;
+    if (c == '\\') {
+      v++;
+      switch (*v) {
+        case 'n': c = '\n'; break;
+        case 't': c = '\t'; break;
+        case 'r': c = '\r'; break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'u': {
+          char hex[5] = {v[1], v[2], v[3], v[4], 0};
+          long cp = strtol(hex, NULL, 16);
+          if (cp >= 0x80) return false;
+          c = (char)cp;
+          v += 4;
+          break;
+        }
+        default: c = *v; /* quote, backslash, slash */
+      }
+    } else if (c == '\0') {
+      return false;
+    }
+    if (*len + 1 >= cap) return false;
+    out[(*len)++] = c;
+  }
+  out[*len] = '\0';
+  return true;
+}
+
 static long num_value(const char *json, const char *key, int n) {
   const char *v = kv_nth(json, key, n);
   return v ? strtol(v, NULL, 10) : -1;
@@ -1837,6 +1871,34 @@ static void test_admin(void) {
   CHECK(dump && one && strncmp(dump, head, strlen(head)) == 0);
   CHECK(one && strstr(one, "\"o1\"") && !strstr(one, "\"e1\""));
   mnem_store *m = open_memory();
+  /* mnem_export_page: pages of about 300 bytes concatenate to the export. */
+  size_t cap = strlen(dump) + 1, joined_len = 0;
+  char *joined = malloc(cap), cursor[1024] = "";
+  int pages = 0;
+  for (;;) {
+    char *page = NULL;
+    size_t plen = 0;
+    mnem_status pst = mnem_export_page(s, app, u1, 1, S(cursor), 300, NULL, 0, &plen, &err);
+    CHECK(pst == MNEM_STATUS_BUFFER_TOO_SMALL);
+    if (pst != MNEM_STATUS_BUFFER_TOO_SMALL) break;
+    page = malloc(plen + 1);
+    EXPECT(mnem_export_page(s, app, u1, 1, S(cursor), 300, (uint8_t *)page, plen, &plen, &err), OK);
+    page[plen] = '\0';
+    pages++;
+    bool ok = append_json_string(kv_nth(page, "lines", 0), joined, &joined_len, cap);
+    CHECK(ok);
+    const char *next = kv_nth(page, "next_cursor", 0);
+    bool more = next && *next == '"';
+    if (more) str_value(page, "next_cursor", 0, cursor, sizeof cursor);
+    free(page);
+    if (!ok || !more || pages > 1000) break;
+  }
+  CHECK(pages > 2 && same(joined, dump));
+  free(joined);
+  size_t plen = 9;
+  EXPECT(mnem_export_page(s, app, u1, 1, STR("zz"), 300, NULL, 0, &plen, &err), INVAL);
+  CHECK(plen == 0 && msg_has("cursor"));
+  EXPECT(mnem_export_page(NULL, app, u1, 1, EMPTY, 300, NULL, 0, &plen, &err), INVAL);
   EXPECT(mnem_import(m, STR("{\"type\":\"header\",\"mnem_export\":1}\n{\"type\":\"oops\"}"), &n,
                      &err),
          INVAL);
