@@ -74,6 +74,9 @@ def test_backup_export_import_answer_the_same(store, tmp_path):
         with pytest.raises(mnem.InvalidArgument):
             other.import_export(dump)  # the namespace now holds data
     assert b'"app"' in store.export()  # every namespace
+    pages = list(store.export_pages(APP, USER, max_bytes=200))
+    assert len(pages) > 2 and b"".join(pages) == dump
+    assert b"".join(store.export_pages()) == store.export()
 
 
 def test_view_beside_a_writer(store_dir):

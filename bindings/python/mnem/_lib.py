@@ -69,6 +69,8 @@ SIGNATURES = {
     "mnem_check": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_export": (c_int32, [_store, MnemStr, MnemStr, c_int32, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_import": (c_int32, [_store, MnemStr, POINTER(c_uint64), _err]),
+    "mnem_export_page": (c_int32, [_store, MnemStr, MnemStr, c_int32, MnemStr, c_uint64, _u8p, c_size_t,
+                                   POINTER(c_size_t), _err]),
 }
 
 

@@ -252,6 +252,22 @@ class Store:
             raise ValueError("export: give both app and user, or neither (every namespace)")
         return self._read(self._lib.mnem_export, L.mstr(app or ""), L.mstr(user or ""), 1 if every else 0)
 
+    def export_pages(self, app: Optional[Text] = None, user: Optional[Text] = None, *,
+                     max_bytes: int = 8 << 20) -> Iterator[bytes]:
+        """The export in pages of about `max_bytes` (`mnem_export_page`); joined, they are
+        `export()` when nothing writes to the store meanwhile. For stores too large for one buffer."""
+        every = app is None and user is None
+        if not every and (app is None or user is None):
+            raise ValueError("export_pages: give both app and user, or neither (every namespace)")
+        cursor = ""
+        while True:
+            page = json.loads(self._read(self._lib.mnem_export_page, L.mstr(app or ""), L.mstr(user or ""),
+                                         1 if every else 0, L.mstr(cursor), max_bytes))
+            yield page["lines"].encode("utf-8")
+            if page["next_cursor"] is None:
+                return
+            cursor = page["next_cursor"]
+
     def import_export(self, export_jsonl: Text) -> int:
         """Imports an export into namespaces that hold nothing here; returns the records imported."""
         n = ctypes.c_uint64(0)
