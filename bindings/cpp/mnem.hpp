@@ -38,6 +38,7 @@ extern "C" {
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -938,10 +939,36 @@ class Store {
     });
   }
 
-  /// The namespace as JSON Lines (docs/EXPORT.md), from one snapshot, built in memory.
+  /// The namespace as JSON Lines (docs/EXPORT.md), from one snapshot, built in memory (for
+  /// large stores, export_to writes page by page).
   std::string export_jsonl(std::string_view app, std::string_view user) const { return export_call(app, user, 0); }
   /// Every namespace of the store as JSON Lines.
   std::string export_all_jsonl() const { return export_call({}, {}, 1); }
+
+  /// One page of an export, raw (`mnem_export_page`): the lines after `cursor` ("" for the
+  /// first page) until at least `max_bytes`, as {"lines": "<JSON Lines>", "next_cursor":
+  /// "<opaque>"|null}. export_to does the paging.
+  std::string export_page(std::string_view app, std::string_view user, bool all, std::string_view cursor,
+                          uint64_t max_bytes) const {
+    mnem_store* h = handle("export_page");
+    return detail::read("export_page", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_export_page(h, detail::view(app), detail::view(user), all ? 1 : 0, detail::view(cursor), max_bytes,
+                              out, cap, len, err);
+    });
+  }
+
+  /// Writes the namespace's export to `out` page by page (about `page_bytes` each), never
+  /// holding it whole; returns the bytes written. Each page is read from its own snapshot:
+  /// stop writes to the namespace meanwhile, or import_jsonl may refuse the result. A
+  /// failed stream throws std::ios_base::failure.
+  uint64_t export_to(std::ostream& out, std::string_view app, std::string_view user,
+                     uint64_t page_bytes = 1 << 20) const {
+    return export_stream(out, app, user, false, page_bytes);
+  }
+  /// export_to of every namespace of the store.
+  uint64_t export_all_to(std::ostream& out, uint64_t page_bytes = 1 << 20) const {
+    return export_stream(out, {}, {}, true, page_bytes);
+  }
 
   /// Imports an export; returns the episode records imported. The input is checked whole
   /// first: a bad line, a truncated input or an occupied namespace throws
@@ -1059,6 +1086,26 @@ class Store {
     return detail::read(op, [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
       return fn(h, detail::view(app), detail::view(user), detail::view(query_json), out, cap, len, err);
     });
+  }
+
+  uint64_t export_stream(std::ostream& out, std::string_view app, std::string_view user, bool all,
+                         uint64_t page_bytes) const {
+    uint64_t written = 0;
+    std::string cursor;
+    for (;;) {
+      std::string raw = export_page(app, user, all, cursor, page_bytes);
+      std::optional<std::string> next;
+      std::string lines = detail::decode("export_page", [&] {
+        nlohmann::json page = nlohmann::json::parse(raw);
+        next = detail::optional_field<std::string>(page, "next_cursor");
+        return page.at("lines").get<std::string>();
+      });
+      out.write(lines.data(), static_cast<std::streamsize>(lines.size()));
+      if (!out) throw std::ios_base::failure("mnem export: writing to the stream failed");
+      written += lines.size();
+      if (!next) return written;
+      cursor = std::move(*next);
+    }
   }
 
   std::string export_call(std::string_view app, std::string_view user, int32_t all) const {

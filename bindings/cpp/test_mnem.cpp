@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -824,6 +825,33 @@ void test_export_import() {
   CHECK(bigdump.size() > 4096 && contains(bigdump, "\"episodes\":300}\n"));
   mnem::Store big2(":memory:", MNEM_OPEN_CREATE);
   CHECK(big2.import_jsonl(bigdump) == 300);
+
+  // Pages concatenate to the export; export_to streams them.
+  std::string paged, cursor;
+  int pages = 0;
+  for (;;) {
+    auto page = nlohmann::json::parse(src.export_page(A, "alice", false, cursor, 300));
+    ++pages;
+    paged += page.at("lines").get<std::string>();
+    if (page.at("next_cursor").is_null()) break;
+    cursor = page.at("next_cursor").get<std::string>();
+  }
+  CHECK(pages >= 3 && paged == dump);
+  std::ostringstream streamed;
+  CHECK(src.export_to(streamed, A, "alice", 300) == dump.size() && streamed.str() == dump);
+  std::ostringstream streamed_all;
+  CHECK(src.export_all_to(streamed_all, 300) == all.size() && streamed_all.str() == all);
+  CHECK(src.export_all_to(streamed_all) == all.size());  // default page size: one page here
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, src.export_page(A, "alice", false, "not a cursor", 300));
+  std::ostringstream broken;
+  broken.setstate(std::ios_base::badbit);
+  bool threw = false;
+  try {
+    src.export_to(broken, A, "alice");
+  } catch (const std::ios_base::failure&) {
+    threw = true;
+  }
+  CHECK(threw);
 
   TempDir dir;
   { mnem::Store create(dir.path, MNEM_OPEN_CREATE); }

@@ -336,7 +336,7 @@ func (s *Store) Check() (CheckReport, error) {
 // repository): its ADK sessions, deleted memory ids and every episode record, tombstones
 // included, from one snapshot. Import of the output into another store reproduces every
 // search's answers. The whole export is built in memory (twice when it outgrows the first
-// buffer); for stores larger than memory use the mnem tool's export, which streams.
+// buffer); for large stores use ExportTo, which writes page by page.
 func (s *Store) Export(app, user string) ([]byte, error) {
 	return s.export(app, user, 0)
 }

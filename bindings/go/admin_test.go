@@ -771,3 +771,84 @@ func TestView(t *testing.T) {
 	_, err = Open(dir, Options{View: true, Create: true})
 	wantStatus(t, err, StatusInvalidArgument, "View with Create")
 }
+
+type failingWriter struct{ after int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.after <= 0 {
+		return 0, errors.New("disk full")
+	}
+	f.after--
+	return len(p), nil
+}
+
+// Pages concatenate to the export; ExportTo streams them.
+func TestExportPages(t *testing.T) {
+	s := memStore(t)
+	fill(t, s, "alice")
+	fill(t, s, "bob")
+	whole, err := s.Export(app, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ExportAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paged strings.Builder
+	cursor, pages := "", 0
+	for {
+		p, err := s.ExportPage(app, "alice", false, cursor, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		paged.WriteString(p.Lines)
+		if p.NextCursor == nil {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	if pages < 3 || paged.String() != string(whole) {
+		t.Fatalf("%d pages differ from the export:\n%s", pages, paged.String())
+	}
+	raw, err := s.ExportPageRaw(app, "alice", false, "", 1<<30)
+	if err != nil || !bytes.HasPrefix(raw, []byte(`{"lines":"{\"type\":\"header\"`)) || !bytes.HasSuffix(raw, []byte(`"next_cursor":null}`)) {
+		t.Fatalf("one page: %s %v", raw, err)
+	}
+	_, err = s.ExportPage(app, "alice", false, "not a cursor", 300)
+	wantStatus(t, err, StatusInvalidArgument, "a cursor the library did not write")
+
+	defer func(n uint64) { exportPageBytes = n }(exportPageBytes)
+	exportPageBytes = 300
+	var buf bytes.Buffer
+	if n, err := s.ExportTo(&buf, app, "alice"); err != nil || n != int64(len(whole)) || !bytes.Equal(buf.Bytes(), whole) {
+		t.Fatalf("ExportTo: %d %v", n, err)
+	}
+	buf.Reset()
+	if n, err := s.ExportAllTo(&buf); err != nil || n != int64(len(all)) || !bytes.Equal(buf.Bytes(), all) {
+		t.Fatalf("ExportAllTo: %d %v", n, err)
+	}
+	dst := memStore(t)
+	if n, err := dst.Import(buf.Bytes()); err != nil || n != 14 {
+		t.Fatalf("import of the streamed export: %d %v", n, err)
+	}
+	if _, err := s.ExportTo(&failingWriter{after: 1}, app, "alice"); err == nil || err.Error() != "disk full" {
+		t.Fatalf("a failing writer: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	buf.Reset()
+	if n, err := s.ExportToContext(ctx, &buf, app, "alice"); !errors.Is(err, context.Canceled) || n != 0 || buf.Len() != 0 {
+		t.Fatalf("cancelled ExportToContext: %d %v", n, err)
+	}
+	if _, err := s.ExportAllToContext(ctx, &buf); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ExportAllToContext: %v", err)
+	}
+	live, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	buf.Reset()
+	if _, err := s.ExportToContext(live, &buf, app, "alice"); err != nil || !bytes.Equal(buf.Bytes(), whole) {
+		t.Fatalf("ExportToContext: %v", err)
+	}
+}

@@ -31,8 +31,10 @@
 // Beside reads and writes, a Store manages its data: ForgetNamespace erases a user (from
 // the files, not only from answers), DeleteSession removes one ADK session, GetEpisodes
 // reads records by id, ListNamespaces / AllNamespaces and NamespaceStats describe what is
-// stored, Export / ExportAll and Import move namespaces between stores as JSON Lines, Backup
-// copies an open store, and Check verifies every stored byte against its checksum.
+// stored, Export / ExportAll (or ExportTo an io.Writer, page by page) and Import move
+// namespaces between stores as JSON Lines, Backup copies an open store, and Check verifies
+// every stored byte against its checksum. Options.View opens a read-only view beside a
+// process that holds the store for writing.
 //
 // # Contexts and cancellation
 //
@@ -42,14 +44,16 @@
 //   - Every Context method returns ctx.Err() without calling the library when ctx has
 //     already ended.
 //   - Reads (searches, pages, Stats, GetEpisodes, ListNamespaces, NamespaceStats, Export,
-//     Check) return ctx.Err() as soon as ctx ends while the library is still working. The library call runs to its end on its own thread and its result
-//     is dropped; Close waits for it.
+//     ExportTo, Check) return ctx.Err() as soon as ctx ends while the library is still
+//     working. The library call runs to its end on its own thread and its result is
+//     dropped; Close waits for it. ExportTo's writer then holds whole pages only.
 //   - Writes (puts, deletes, ADK adds, DeleteSession, ForgetNamespace, Import, Backup,
 //     Flush) and OpenContext are checked only before they start. A write that has started
 //     completes, and its outcome is returned even if ctx ended meanwhile: a batch is
 //     committed whole or not at all, and reporting ctx.Err() for a committed batch would
-//     hide it (a forget that has begun erases; a backup that has begun leaves a whole store). Opening cannot be abandoned halfway either: the
-//     store's directory would stay locked until the open finished.
+//     hide it; a forget that has begun erases, a backup that has begun leaves a whole
+//     store. Opening cannot be abandoned halfway either: the store's directory would stay
+//     locked until the open finished.
 //
 // The methods without a context behave like their Context variants with
 // context.Background().
