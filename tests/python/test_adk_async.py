@@ -128,6 +128,29 @@ def test_close_async_sync_and_context_managers(tmp_path):
     svc = MnemMemoryService(tmp_path / "a", create=False)
     svc.close_sync()
     assert svc.store.closed
+    # Without a running loop, a plain close() closes before it returns (the store's lock is
+    # released: a new service opens it), and awaiting its result later is harmless.
+    svc = MnemMemoryService(tmp_path / "a", create=False)
+    done = svc.close()
+    assert svc.store.closed
+    MnemMemoryService(tmp_path / "a", create=False).close()
+
+    async def await_it():
+        await done
+
+    asyncio.run(await_it())
+
+    async def not_awaited():
+        # Inside a loop, close() has started even if nobody awaits it.
+        s = MnemMemoryService(tmp_path / "a", create=False)
+        s.close()
+        for _ in range(200):
+            if s.store.closed:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    assert asyncio.run(not_awaited())
     with MnemMemoryService(tmp_path / "a", create=False) as svc:
         pass
     assert svc.store.closed

@@ -324,6 +324,13 @@ def _event_recalls(events: Sequence["Event"], session_id: str, tags, ttl_ms) -> 
 # ---- the service -----------------------------------------------------------------------------
 
 
+class _Done:
+    """An awaitable that is already complete (what `close()` returns after closing at once)."""
+
+    def __await__(self):
+        return iter(())
+
+
 class MnemMemoryService(BaseMemoryService):
     """A BaseMemoryService over a mnem store (":memory:" for an in-process one).
 
@@ -331,7 +338,8 @@ class MnemMemoryService(BaseMemoryService):
     `agents_dir` for relative ones, as ADK's service registry and services.yaml pass them.
     `embedder` turns on semantic recall (see `MemoryEmbedder`); `semantic_weight` is then
     the vector channel's weight in hybrid search (default 0.5; BM25 gets the rest).
-    Close with `await service.close()`, `async with`, `with`, or `close_sync()`.
+    Close with `await service.close()` or `async with` in async code, `close()` or `with`
+    elsewhere.
     """
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, uri: Optional[str] = None,
@@ -375,12 +383,23 @@ class MnemMemoryService(BaseMemoryService):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Closes the store (in a worker thread: closing waits for calls in flight and flushes)."""
-        await asyncio.to_thread(self.close_sync)
+    def close(self) -> Awaitable[None]:
+        """Closes the store; works both awaited and called plainly.
+
+        In async code, `await service.close()` as with ADK's SqliteMemoryService: the close
+        runs in a worker thread (it waits for calls in flight and flushes), and has started
+        even if the result is never awaited. Called where no event loop runs, it closes before
+        returning, and the returned awaitable is already done. Closing twice is harmless.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.close_sync()
+            return _Done()
+        return loop.create_task(asyncio.to_thread(self.close_sync))
 
     def close_sync(self) -> None:
-        """The synchronous close, for code without an event loop."""
+        """The synchronous close (what `close()` does where no event loop runs)."""
         if self._owns_store:
             self.store.close()
 
