@@ -447,7 +447,7 @@ mnem_status mnem_get_episodes(const struct mnem_store *store,
                               size_t *out_len,
                               struct mnem_error *err);
 
-// One page of the store's namespaces, from one snapshot. Query (empty for defaults):
+// One page of the store's namespaces, from one snapshot. `list_query_json` (empty for defaults):
 // `{"limit": 1-1000 (default 100), "after": {"app_name","user_id"} | null}`. Writes
 // `{"namespaces":[{"app_name","user_id","episodes"}...],"next_after":{"app_name","user_id"}|null}`:
 // pass `next_after` as the next query's `after` until it is null. Order: by the byte length
@@ -459,7 +459,7 @@ mnem_status mnem_get_episodes(const struct mnem_store *store,
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad `limit` or `after`);
 // BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_list_namespaces(const struct mnem_store *store,
-                                 struct mnem_str query_json,
+                                 struct mnem_str list_query_json,
                                  uint8_t *out,
                                  size_t out_cap,
                                  size_t *out_len,
@@ -489,7 +489,7 @@ mnem_status mnem_namespace_stats(const struct mnem_store *store,
 // file system, copied otherwise). The copy is a store of its own that `mnem_open` reads like
 // the original. Writes on this handle wait while it runs; reads do not. `dest` must not exist.
 // Returns OK; INVALID_ARGUMENT (NULL store, empty or existing `dest`, a `:memory:` store);
-// READ_ONLY (a read-only handle); BUSY; IO; INTERNAL.
+// READ_ONLY (a read-only handle); BUSY; IO; CORRUPTION (RocksDB's, while copying); INTERNAL.
 mnem_status mnem_backup(struct mnem_store *store, struct mnem_str dest, struct mnem_error *err);
 
 // Integrity check: read every key of the store with RocksDB's block checksums verified
@@ -498,8 +498,9 @@ mnem_status mnem_backup(struct mnem_store *store, struct mnem_str dest, struct m
 // "problem": null | {"status": "CORRUPTION" | "IO" | ..., "message"}}`: the counts read up
 // to the problem, if any. The status says whether the check ran; its verdict is `ok`.
 // Time in proportion to the store's size; other calls go on meanwhile.
-// Returns OK; BUFFER_TOO_SMALL (the check runs again on the next call); INVALID_ARGUMENT;
-// INTERNAL.
+// Returns OK (whatever the check found); BUFFER_TOO_SMALL (the check runs again on the next
+// call); INVALID_ARGUMENT; BUSY, IO and CORRUPTION are reported in `problem`, never returned
+// (listed for the rule that every store function may return them); INTERNAL.
 mnem_status mnem_check(const struct mnem_store *store,
                        uint8_t *out,
                        size_t out_cap,

@@ -14,17 +14,17 @@ impl Engine {
         if self.store.is_in_memory() {
             return Err(Error::invalid("a :memory: store has no files to back up"));
         }
-        if dest.is_empty() {
-            return Err(Error::invalid("the backup directory is empty"));
-        }
-        if Path::new(dest).exists() {
-            return Err(Error::invalid(format!("the backup directory {dest:?} already exists; name a new one")));
-        }
         if self.store.is_read_only() {
             return Err(Error::new(
                 Status::ReadOnly,
                 "a backup is taken through a read-write handle (RocksDB pauses file deletions during the copy)",
             ));
+        }
+        if dest.is_empty() {
+            return Err(Error::invalid("the backup directory is empty"));
+        }
+        if Path::new(dest).exists() {
+            return Err(Error::invalid(format!("the backup directory {dest:?} already exists; name a new one")));
         }
         // Writes wait during the copy: the checkpoint then holds every acknowledged write.
         let _w = self.write_lock.lock();

@@ -96,7 +96,7 @@ pub extern "C" fn mnem_get_episodes(
 /// The most ids one `mnem_get_episodes` call reads.
 const MAX_GET_IDS: usize = 10_000;
 
-/// One page of the store's namespaces, from one snapshot. Query (empty for defaults):
+/// One page of the store's namespaces, from one snapshot. `list_query_json` (empty for defaults):
 /// `{"limit": 1-1000 (default 100), "after": {"app_name","user_id"} | null}`. Writes
 /// `{"namespaces":[{"app_name","user_id","episodes"}...],"next_after":{"app_name","user_id"}|null}`:
 /// pass `next_after` as the next query's `after` until it is null. Order: by the byte length
@@ -110,15 +110,15 @@ const MAX_GET_IDS: usize = 10_000;
 #[no_mangle]
 pub extern "C" fn mnem_list_namespaces(
     store: *const mnem_store,
-    query_json: mnem_str,
+    list_query_json: mnem_str,
     out: *mut u8,
     out_cap: usize,
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
     read_call(store, out, out_cap, out_len, err, |m| {
-        let (after, limit) =
-            NamespacePage::parse_query(text(query_json, "query_json")?).map_err(|e| e.context("query_json"))?;
+        let (after, limit) = NamespacePage::parse_query(text(list_query_json, "list_query_json")?)
+            .map_err(|e| e.context("list_query_json"))?;
         Ok(m.list_namespaces(after.as_ref(), limit)?.to_json())
     })
 }
@@ -152,7 +152,7 @@ pub extern "C" fn mnem_namespace_stats(
 /// file system, copied otherwise). The copy is a store of its own that `mnem_open` reads like
 /// the original. Writes on this handle wait while it runs; reads do not. `dest` must not exist.
 /// Returns OK; INVALID_ARGUMENT (NULL store, empty or existing `dest`, a `:memory:` store);
-/// READ_ONLY (a read-only handle); BUSY; IO; INTERNAL.
+/// READ_ONLY (a read-only handle); BUSY; IO; CORRUPTION (RocksDB's, while copying); INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_backup(store: *mut mnem_store, dest: mnem_str, err: *mut mnem_error) -> Status {
     let s = store_ref(store);
@@ -165,8 +165,9 @@ pub extern "C" fn mnem_backup(store: *mut mnem_store, dest: mnem_str, err: *mut 
 /// "problem": null | {"status": "CORRUPTION" | "IO" | ..., "message"}}`: the counts read up
 /// to the problem, if any. The status says whether the check ran; its verdict is `ok`.
 /// Time in proportion to the store's size; other calls go on meanwhile.
-/// Returns OK; BUFFER_TOO_SMALL (the check runs again on the next call); INVALID_ARGUMENT;
-/// INTERNAL.
+/// Returns OK (whatever the check found); BUFFER_TOO_SMALL (the check runs again on the next
+/// call); INVALID_ARGUMENT; BUSY, IO and CORRUPTION are reported in `problem`, never returned
+/// (listed for the rule that every store function may return them); INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_check(
     store: *const mnem_store,

@@ -11,6 +11,7 @@
 #![allow(clippy::too_many_arguments)]
 
 mod admin;
+pub use admin::*;
 #[cfg(feature = "fault-injection")]
 mod fault;
 pub mod sys;
