@@ -891,6 +891,34 @@ void test_check_backup() {
   CHECK(!bad.ok && bad.problem && bad.problem->status == MNEM_STATUS_CORRUPTION && bad.problem->message == "m");
 }
 
+// A damaged table file: the check runs (no exception) and its verdict names the corruption.
+void test_check_corruption() {
+  TempDir dir;
+  {
+    mnem::Store s(dir.path, MNEM_OPEN_CREATE);
+    std::string text;
+    for (int i = 0; i < 50; ++i) text += "quinceflower ";
+    s.put_episodes(A, U, R"({"primary":")" + text + R"("})");
+  }  // closed: the text is in a table file (checked below)
+  int damaged = 0;
+  for (const std::string& p : files_with(dir.path, "quinceflower")) {
+    if (p.size() < 4 || p.compare(p.size() - 4, 4, ".sst") != 0) continue;
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::size_t at = bytes.find("quinceflower");
+    for (std::size_t i = at; i < at + 12; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5A);
+    f.seekp(0);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    ++damaged;
+  }
+  CHECK(damaged > 0);
+  mnem::Store s(dir.path, MNEM_OPEN_READ_ONLY);
+  mnem::CheckReport r = s.check_report();
+  CHECK(!r.ok && r.problem && r.problem->status == MNEM_STATUS_CORRUPTION && r.problem->status_name == "CORRUPTION" &&
+        !r.problem->message.empty());
+  CHECK(contains(s.check(), R"("status":"CORRUPTION")"));
+}
+
 void test_view() {
   TempDir dir;
   mnem::Store w(dir.path, MNEM_OPEN_CREATE);
@@ -933,6 +961,7 @@ int main() {
   run("namespace_stats", test_namespace_stats);
   run("export_import", test_export_import);
   run("check_backup", test_check_backup);
+  run("check_corruption", test_check_corruption);
   run("view", test_view);
   std::cout << passed << " passed, " << failed << " failed" << std::endl;
   return failed == 0 ? 0 : 1;

@@ -596,11 +596,7 @@ func TestCheckFindsCorruption(t *testing.T) {
 	if _, err := s.PutEpisodes(app, user, []EpisodeInput{{Primary: strings.Repeat("quinceflower ", 50)}}); err != nil {
 		t.Fatal(err)
 	}
-	// Forgetting another namespace flushes the memtables into table files.
-	if err := s.ForgetNamespace(app, "other"); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	s.Close() // the text is in a table file afterwards (checked below)
 	damaged := 0
 	for _, p := range filesWith(t, dir, "quinceflower") {
 		if !strings.HasSuffix(p, ".sst") {
