@@ -36,7 +36,7 @@ func (s *Store) AddSession(app, user, sessionID string, eventsJSONL []byte) (uin
 
 // AddEvents is ADK's add_events_to_memory: it appends the events whose ids are
 // new to the bucket and returns how many were added. An empty sessionID means
-// ADK's unknown-session bucket. customMetadata may be nil; mnem reads its
+// ADK's unknown-session bucket, UnknownSessionID. customMetadata may be nil; mnem reads its
 // documented keys (ttl_ms, tags, episode_type) and ignores the rest.
 func (s *Store) AddEvents(app, user, sessionID string, eventsJSONL []byte, customMetadata map[string]any) (uint64, error) {
 	var meta []byte
