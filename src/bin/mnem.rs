@@ -24,7 +24,7 @@ EXIT STATUS
     7   read-only: a write through a read-only open";
 
 #[derive(Parser)]
-#[command(name = "mnem", version, about = "Inspect and manage a mnem store", after_long_help = EXIT_CODES)]
+#[command(name = "mnem", version, about = "Inspect and manage a mnem store", after_help = EXIT_CODES)]
 #[command(long_about = "Inspect and manage a mnem store (a directory written by libmnem).\n\n\
 Commands that only read (info, namespaces, search, get, export, check) open a read-only view: \
 they never change the store, work while another process has it open for writing, and see the \
@@ -84,6 +84,7 @@ store read-only. With --json, one JSON object per line: {\"app_name\",\"user_id\
     Namespaces {
         #[command(flatten)]
         store: Store,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -98,6 +99,7 @@ the C function writes. Opens the store read-only.")]
         store: Store,
         #[command(flatten)]
         ns: Ns,
+        /// Which search runs.
         #[arg(long, value_enum, default_value = "adk")]
         kind: Kind,
         /// Results wanted (keyword, page, hybrid); the C function's default when omitted.
@@ -109,6 +111,7 @@ the C function writes. Opens the store read-only.")]
         /// Hybrid only: the semantic weight, 0 to 1.
         #[arg(long)]
         semantic_weight: Option<f64>,
+        /// Print exactly the JSON the C function writes, instead of a table.
         #[arg(long)]
         json: bool,
         /// The query text.
@@ -123,6 +126,7 @@ else as a table. Exit status 3 when any id has no visible episode. Opens the sto
         store: Store,
         #[command(flatten)]
         ns: Ns,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
         /// Episode UUIDs.
@@ -137,8 +141,10 @@ the records and every search's answers. Opens the store read-only; streams from 
     Export {
         #[command(flatten)]
         store: Store,
+        /// Export only this namespace's app_name (with --user).
         #[arg(long, requires = "user")]
         app: Option<String>,
+        /// Export only this namespace's user_id (with --app).
         #[arg(long, requires = "app")]
         user: Option<String>,
     },
@@ -179,6 +185,7 @@ which is named. Opens the store read-only.")]
     Check {
         #[command(flatten)]
         store: Store,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
