@@ -273,12 +273,20 @@ impl<'a> RecordView<'a> {
 
     /// The episode as the APIs return it (EPISODE JSON in include/mnem.h); the embedding is not echoed.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        use crate::json::{push_f64, push_opt_str, push_str};
         out.extend_from_slice(b"{\"id\":\"");
         out.extend_from_slice(self.id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
         out.extend_from_slice(b"\",\"revision\":");
         out.extend_from_slice(self.revision.to_string().as_bytes());
-        out.extend_from_slice(b",\"episode_type\":");
+        out.push(b',');
+        self.write_json_fields(out);
+        out.push(b'}');
+    }
+
+    /// The stored fields from `episode_type` to `content` as JSON members (no braces): what
+    /// the APIs' EPISODE JSON and an export's episode line share.
+    pub(crate) fn write_json_fields(&self, out: &mut Vec<u8>) {
+        use crate::json::{push_f64, push_opt_str, push_str};
+        out.extend_from_slice(b"\"episode_type\":");
         push_str(out, self.episode_type);
         out.extend_from_slice(b",\"tags\":[");
         for (i, t) in self.tags().enumerate() {
@@ -317,7 +325,6 @@ impl<'a> RecordView<'a> {
         }
         out.extend_from_slice(b",\"content\":");
         out.extend_from_slice(self.content().unwrap_or("null").as_bytes());
-        out.push(b'}');
     }
 }
 

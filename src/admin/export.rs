@@ -4,7 +4,7 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::json::{push_f64, push_opt_str, push_str};
+use crate::json::push_str;
 use crate::keys::{self, adk_tag, index_tag, Namespace};
 use crate::record::RecordView;
 use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META, FORMAT_VERSION};
@@ -61,45 +61,8 @@ fn push_namespace_fields(out: &mut Vec<u8>, ns: &Namespace) {
 fn push_episode(out: &mut Vec<u8>, v: &RecordView<'_>) {
     out.extend_from_slice(b"{\"type\":\"episode\",\"id\":\"");
     out.extend_from_slice(v.id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
-    out.extend_from_slice(format!("\",\"revision\":{},\"deleted\":{}", v.revision, v.deleted()).as_bytes());
-    out.extend_from_slice(b",\"episode_type\":");
-    push_str(out, v.episode_type);
-    out.extend_from_slice(b",\"tags\":[");
-    for (i, t) in v.tags().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        push_str(out, t);
-    }
-    out.extend_from_slice(b"],\"primary\":");
-    push_str(out, v.primary);
-    out.extend_from_slice(b",\"secondary\":");
-    push_str(out, v.secondary);
-    out.extend_from_slice(b",\"context\":");
-    push_str(out, v.context);
-    out.extend_from_slice(b",\"metadata\":");
-    out.extend_from_slice(if v.metadata.is_empty() { "{}" } else { v.metadata }.as_bytes());
-    out.extend_from_slice(b",\"author\":");
-    push_opt_str(out, v.author());
-    out.extend_from_slice(b",\"session_id\":");
-    push_opt_str(out, v.session_id());
-    out.extend_from_slice(b",\"event_id\":");
-    push_opt_str(out, v.event_id());
-    out.extend_from_slice(b",\"timestamp\":");
-    match v.timestamp() {
-        Some(t) => push_f64(out, t),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(
-        format!(",\"created_at_ms\":{},\"updated_at_ms\":{}", v.created_at_ms, v.updated_at_ms).as_bytes(),
-    );
-    out.extend_from_slice(b",\"expires_at_ms\":");
-    match v.expires_at_ms() {
-        Some(e) => out.extend_from_slice(e.to_string().as_bytes()),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(b",\"content\":");
-    out.extend_from_slice(v.content().unwrap_or("null").as_bytes());
+    out.extend_from_slice(format!("\",\"revision\":{},\"deleted\":{},", v.revision, v.deleted()).as_bytes());
+    v.write_json_fields(out);
     out.extend_from_slice(b",\"embedding\":");
     match v.embedding() {
         Some(e) => serde_json::to_writer(&mut *out, &e).expect("writing to a Vec cannot fail"),
