@@ -413,6 +413,16 @@ mnem_status mnem_forget_namespace(struct mnem_store *store,
                                   struct mnem_str user,
                                   struct mnem_error *err);
 
+// Compact the whole store: memtables flushed and every table file rewritten down to the last
+// level, so that the bytes of deleted episodes (`mnem_delete_episodes`,
+// `mnem_delete_memory`, `mnem_delete_session`) and of overwritten revisions leave the files.
+// Takes time in proportion to the store's size; reads and writes go on meanwhile. To erase
+// one namespace, `mnem_forget_namespace` is faster: it compacts only that namespace's keys.
+// A compaction that fails returns its cause (CORRUPTION for a damaged table file, IO for a
+// full disk) and the store then refuses writes until it is reopened.
+// Returns OK; INVALID_ARGUMENT (NULL store); READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_compact(struct mnem_store *store, struct mnem_error *err);
+
 // Delete what one ADK session added: every event stored in the bucket of `session_id` by
 // `mnem_add_session` / `mnem_add_events` (the id exactly as given there; events added with
 // an empty id are under "__unknown_session_id__") becomes a tombstone, and the bucket is

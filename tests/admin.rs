@@ -97,6 +97,36 @@ fn forget_on_a_read_only_handle_is_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn compact_erases_what_deletes_left_in_the_files() {
+    let dir = tempdir("compact");
+    let ns = Namespace::new("app", "u");
+    {
+        let m = open(&dir);
+        let events = |word: &str| {
+            (0..30).map(|i| ev(&format!("{word}-{i}"), i as f64, &format!("{word} said {i}"))).collect::<Vec<_>>()
+        };
+        m.add_session(&ns, "gone", &events("zyxdeleted").join("\n")).unwrap();
+        m.add_session(&ns, "kept", &events("qwvkept").join("\n")).unwrap();
+        m.flush().unwrap();
+    }
+    let m = open(&dir);
+    assert!(!files_contain(&dir, b"zyxdeleted said").is_empty());
+    assert_eq!(m.delete_session(&ns, "gone").unwrap(), 30);
+    // A delete hides the text at once; older table files keep its bytes until a compaction.
+    assert!(!files_contain(&dir, b"zyxdeleted said").is_empty());
+    m.compact().unwrap();
+    assert_eq!(files_contain(&dir, b"zyxdeleted said"), Vec::<String>::new());
+    assert!(!files_contain(&dir, b"qwvkept said").is_empty(), "the kept session's text is still stored");
+    let found: serde_json::Value = serde_json::from_slice(&m.search(&ns, "qwvkept").unwrap()).unwrap();
+    assert_eq!(found["memories"].as_array().unwrap().len(), 10);
+    drop(m);
+    let m = Mnem::open(&dir, OpenOptions { read_only: true, ..Default::default() }).unwrap();
+    assert_eq!(m.compact().unwrap_err().status, mnem::Status::ReadOnly);
+    drop(m);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn session(tag: &str, n: usize, words: &[&str]) -> String {
     (0..n)
         .map(|i| {

@@ -235,6 +235,10 @@ fn check_fails_with_the_corruption_status_on_a_damaged_table() {
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((r["ok"].as_bool(), r["problem"]["status"].as_str()), (Some(false), Some("CORRUPTION")), "{r}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("check failed"));
+    // Compaction reads the damaged block too: it fails with the same status, not success.
+    let o = run(&["compact", &dir]);
+    assert_eq!(code(&o), 4, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("block checksum mismatch"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -882,6 +882,14 @@ class Store {
                   err);
   }
 
+  /// Compacts the whole store: every table file rewritten down to the last level, so that the
+  /// bytes of deleted episodes and sessions and of overwritten revisions leave the files.
+  /// Throws mnem::Error with the cause if the compaction fails (CORRUPTION: a damaged file).
+  void compact() {
+    mnem_error err{};
+    detail::check("compact", mnem_compact(handle("compact"), &err), err);
+  }
+
   /// Deletes what one ADK session added (its bucket and events; the id as given: events
   /// added with an empty id are under unknown_session_id); returns the events deleted.
   uint64_t delete_session(std::string_view app, std::string_view user, std::string_view session_id) {

@@ -698,8 +698,20 @@ void test_forget() {
   }
   CHECK(files_with(dir.path, "marmalade").empty());
   CHECK(!files_with(dir.path, "quinceflower").empty());
+  {
+    // A deleted session's text stays in older table files until a compaction.
+    mnem::Store s(dir.path);
+    s.add_session(A, "bob", "gone", event("e2", "user", "2", text_content("user", "zyxgone plum")));
+    s.flush();
+    CHECK(s.delete_session(A, "bob", "gone") == 1);
+    CHECK(!files_with(dir.path, "zyxgone plum").empty());
+    s.compact();
+    CHECK(files_with(dir.path, "zyxgone plum").empty());
+    CHECK(!files_with(dir.path, "quinceflower").empty());
+  }
   mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
   CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.forget_namespace(A, "bob"));
+  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.compact());
   CHECK(memory_ids(ro, "bob", "quinceflower").size() == 1);
 }
 

@@ -31,6 +31,17 @@ func (s *Store) ForgetNamespace(app, user string) error {
 	})
 }
 
+// Compact compacts the whole store: every table file is rewritten down to the last level,
+// so that the bytes of deleted episodes and sessions and of overwritten revisions leave the
+// files. It takes time in proportion to the store's size; reads and writes go on meanwhile.
+// A compaction that fails returns its cause (ErrCorruption for a damaged table file).
+func (s *Store) Compact() error {
+	return s.with(func(h *C.mnem_store) error {
+		var cerr C.mnem_error
+		return check("compact", C.mnem_compact(h, &cerr), &cerr)
+	})
+}
+
 // DeleteSession deletes what one ADK session added (its events and its bucket) and returns
 // how many events were deleted, expired ones included; an unknown session deletes nothing.
 // Search then ranks the remaining memories as if the session had never been added.
@@ -376,6 +387,12 @@ func (s *Store) Import(exportJSONL []byte) (uint64, error) {
 // ForgetNamespaceContext is ForgetNamespace, unless ctx has already ended.
 func (s *Store) ForgetNamespaceContext(ctx context.Context, app, user string) error {
 	_, err := writeContext(ctx, func() (struct{}, error) { return struct{}{}, s.ForgetNamespace(app, user) })
+	return err
+}
+
+// CompactContext is Compact, unless ctx has already ended.
+func (s *Store) CompactContext(ctx context.Context) error {
+	_, err := writeContext(ctx, func() (struct{}, error) { return struct{}{}, s.Compact() })
 	return err
 }
 

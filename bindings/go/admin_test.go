@@ -100,6 +100,51 @@ func TestDeleteSession(t *testing.T) {
 }
 
 // Forgetting a user erases its episodes, sessions and bytes; another namespace stays.
+func TestCompactErasesDeletedSessions(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Texts that share no word with ids or each other, so that LZ4 leaves them literal.
+	if _, err := s.AddSession(app, "alice", "s1", jsonl(event("e1", "user", 1, content("user", "zyxgone marmalade")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddSession(app, "alice", "s2", jsonl(event("e2", "user", 2, content("user", "quinceflower jam")))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteSession(app, "alice", "s1"); err != nil || n != 1 {
+		t.Fatalf("DeleteSession: %d %v", n, err)
+	}
+	if len(filesWith(t, dir, "zyxgone marmalade")) == 0 {
+		t.Fatal("a delete alone erased the text: the check below proves nothing")
+	}
+	if err := s.CompactContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f := filesWith(t, dir, "zyxgone marmalade"); len(f) != 0 {
+		t.Fatalf("the deleted text is still in %v after Compact", f)
+	}
+	if len(filesWith(t, dir, "quinceflower jam")) == 0 {
+		t.Fatal("the kept session's text left the files")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.Compact(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Compact on a read-only store: %v, want ErrReadOnly", err)
+	}
+}
+
 func TestForgetNamespace(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, Options{Create: true})
@@ -674,6 +719,7 @@ func TestAdminContext(t *testing.T) {
 	cancel()
 	checks := map[string]error{}
 	checks["ForgetNamespace"] = s.ForgetNamespaceContext(ctx, app, "alice")
+	checks["Compact"] = s.CompactContext(ctx)
 	_, checks["DeleteSession"] = s.DeleteSessionContext(ctx, app, "alice", "s1")
 	_, checks["Import"] = memStore(t).ImportContext(ctx, dump)
 	checks["Backup"] = s.BackupContext(ctx, dest)

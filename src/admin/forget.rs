@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::keys::{self, index_tag, Namespace};
 use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META};
 use crate::Mnem;
-use rocksdb::{BottommostLevelCompaction, CompactOptions, WriteBatch};
+use rocksdb::WriteBatch;
 
 /// What `forget_namespace` removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,21 +48,9 @@ impl Engine {
         self.store.write(batch)?;
         // The loaded graph goes with its keys (readers holding it finish with their copy).
         self.vectors.cache.remove(&(index_tag::VECTOR_FIRST, prefix.clone()));
-        self.compact_range(&[CF_EPISODES, CF_ADK, CF_INDEX], &prefix, &end)?;
-        self.compact_range(&[CF_META], &dim_key(&prefix), &dim_key(&end))?;
+        self.compact_range(&[CF_EPISODES, CF_ADK, CF_INDEX], Some(&prefix), Some(&end))?;
+        self.compact_range(&[CF_META], Some(&dim_key(&prefix)), Some(&dim_key(&end)))?;
         Ok(Forgotten { episodes })
-    }
-
-    /// Rewrite every table file of `cfs` holding keys in `[start, end)`, down to the last
-    /// level, so that deleted keys are dropped from the files (memtables are flushed first).
-    pub(crate) fn compact_range(&self, cfs: &[&str], start: &[u8], end: &[u8]) -> Result<()> {
-        let mut opts = CompactOptions::default();
-        opts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
-        opts.set_exclusive_manual_compaction(true);
-        for cf in cfs {
-            self.store.db().compact_range_cf_opt(self.store.cf(cf), Some(start), Some(end), &opts);
-        }
-        Ok(())
     }
 }
 

@@ -1972,6 +1972,23 @@ static void test_admin(void) {
   }
   EXPECT(mnem_open(STR(":memory:"), MNEM_OPEN_VIEW, EMPTY, &v, &err), INVAL);
 
+  /* mnem_compact: answers unchanged; read-only handles and NULL refused. */
+  CTX("compact");
+  x = FETCH(mnem_search, s, app, u1, STR("apple pear"));
+  EXPECT(mnem_compact(s, &err), OK);
+  y = FETCH(mnem_search, s, app, u1, STR("apple pear"));
+  CHECK(same(x, y));
+  free(x), free(y);
+  EXPECT_NOERR(mnem_compact(m, NULL), OK);
+  EXPECT(mnem_compact(NULL, &err), INVAL);
+  CHECK(msg_has("store"));
+  mnem_store *ro = NULL;
+  EXPECT(mnem_open(S(backup), MNEM_OPEN_READ_ONLY, EMPTY, &ro, &err), OK);
+  if (ro) {
+    EXPECT(mnem_compact(ro, &err), MNEM_STATUS_READ_ONLY);
+    mnem_free(ro);
+  }
+
   /* mnem_forget_namespace */
   CTX("forget_namespace");
   EXPECT(mnem_forget_namespace(s, app, u1, &err), OK);

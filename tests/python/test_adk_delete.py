@@ -24,6 +24,10 @@ def session(sid, *events):
     return Session(app_name=APP, user_id=USER, id=sid, last_update_time=1, events=list(events))
 
 
+def store_files_hold(d, needle):
+    return any(needle in p.read_bytes() for p in Path(d).iterdir() if p.is_file())
+
+
 def ids(svc, q, user=USER):
     return [m.id for m in asyncio.run(svc.search_memory(app_name=APP, user_id=user, query=q)).memories]
 
@@ -40,7 +44,18 @@ def test_store_delete_session_and_forget_namespace(store_dir):
         st.forget_namespace(APP, OTHER)
         assert st.search(APP, OTHER, "tea")["memories"] == []
         st.forget_namespace(APP, "nobody")  # nothing stored: a no-op
+        # A deleted session's text stays in older table files until a compaction.
+        st.add_session(APP, USER, "s9", [ev("z", "zyxgone plum").model_dump_json()])
+        st.add_session(APP, USER, "s10", [ev("k", "kept kiwi").model_dump_json()])
+        st.flush()
+        assert st.delete_session(APP, USER, "s9") == 1
+        assert store_files_hold(store_dir, b"zyxgone plum")
+        st.compact()
+        assert not store_files_hold(store_dir, b"zyxgone plum")
+        assert store_files_hold(store_dir, b"kept kiwi")
     with mnem.Store(store_dir, read_only=True) as ro:
+        with pytest.raises(mnem.ReadOnly):
+            ro.compact()
         with pytest.raises(mnem.ReadOnly):
             ro.forget_namespace(APP, USER)
         with pytest.raises(mnem.ReadOnly):

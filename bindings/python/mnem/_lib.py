@@ -62,6 +62,7 @@ SIGNATURES = {
     "mnem_stats": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_delete_session": (c_int32, [_store, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
     "mnem_forget_namespace": (c_int32, [_store, MnemStr, MnemStr, _err]),
+    "mnem_compact": (c_int32, [_store, _err]),
     "mnem_get_episodes": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_list_namespaces": (c_int32, [_store, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_namespace_stats": (c_int32, [_store, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),

@@ -203,6 +203,12 @@ class Store:
         entry goes, and its bytes are compacted out of the store's files."""
         self._call(self._lib.mnem_forget_namespace, L.mstr(app), L.mstr(user))
 
+    def compact(self) -> None:
+        """Compacts the whole store (`mnem_compact`): the bytes of deleted episodes and
+        sessions and of overwritten revisions leave the files. Raises the cause (e.g.
+        `mnem.Corruption` for a damaged table file) if the compaction fails."""
+        self._call(self._lib.mnem_compact)
+
     # -- store management ------------------------------------------------------------------------
 
     def get_episodes(self, app: Text, user: Text,
