@@ -33,8 +33,9 @@
 // reads records by id, ListNamespaces / AllNamespaces and NamespaceStats describe what is
 // stored, Export / ExportAll (or ExportTo an io.Writer, page by page) and Import move
 // namespaces between stores as JSON Lines, Backup copies an open store, and Check verifies
-// every stored byte against its checksum. Options.View opens a read-only view beside a
-// process that holds the store for writing.
+// every stored byte against its checksum; Compact rewrites the files so that deleted data
+// leaves them. Options.View opens a read-only view beside a process that holds the store
+// for writing.
 //
 // # Contexts and cancellation
 //
@@ -48,7 +49,7 @@
 //     working. The library call runs to its end on its own thread and its result is
 //     dropped; Close waits for it. ExportTo's writer then holds whole pages only.
 //   - Writes (puts, deletes, ADK adds, DeleteSession, ForgetNamespace, Import, Backup,
-//     Flush) and OpenContext are checked only before they start. A write that has started
+//     Compact, Flush) and OpenContext are checked only before they start. A write that has started
 //     completes, and its outcome is returned even if ctx ended meanwhile: a batch is
 //     committed whole or not at all, and reporting ctx.Err() for a committed batch would
 //     hide it; a forget that has begun erases, a backup that has begun leaves a whole
