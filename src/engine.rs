@@ -44,18 +44,24 @@ pub struct Stats {
 
 impl Engine {
     pub fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
-        let mut engine = Engine {
-            store: Store::open(path, opts)?,
+        let mut engine = Engine::over(Store::open(path, opts)?, opts);
+        if engine.store.opened_format() < FORMAT_VERSION {
+            engine.indexes_built = crate::upgrade::build_indexes(&engine)?;
+        }
+        Ok(engine)
+    }
+
+    /// The engine over an opened store: the indexes' state, with the graph cache taking the
+    /// part of `opts.cache_bytes` that RocksDB's block cache does not.
+    pub fn over(store: Store, opts: OpenOptions) -> Engine {
+        Engine {
+            store,
             write_lock: Mutex::new(()),
             bm25: Bm25Index,
             adk: AdkSearchIndex,
             vectors: VectorIndex::new(Cache::new(opts.cache_bytes - opts.block_cache_bytes())),
             indexes_built: 0,
-        };
-        if engine.store.opened_format() < FORMAT_VERSION {
-            engine.indexes_built = crate::upgrade::build_indexes(&engine)?;
         }
-        Ok(engine)
     }
 
     pub fn stats(&self) -> Stats {

@@ -35,6 +35,7 @@ pub mod vector;
 pub use adk::EventOptions;
 pub use admin::{
     CheckReport, Forgotten, KeyCount, NamespaceInfo, NamespacePage, NamespaceStats, Progress, Transfer, EXPORT_VERSION,
+    MAX_GET_EPISODES,
 };
 pub use episodes::{EpisodeInput, Expiry};
 pub use error::{Error, Result, Status};

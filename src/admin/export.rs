@@ -5,9 +5,9 @@
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::json::push_str;
-use crate::keys::{self, adk_tag, index_tag, Namespace};
+use crate::keys::{self, adk_tag, Namespace};
 use crate::record::RecordView;
-use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META, FORMAT_VERSION};
+use crate::store::{CF_ADK, CF_EPISODES, FORMAT_VERSION};
 use crate::Mnem;
 use rocksdb::Snapshot;
 use std::io::Write;
@@ -276,26 +276,16 @@ impl Run<'_, '_, '_> {
         if self.cur.phase == GRAPH_EPISODES {
             // Episodes with a live vector, in the graph's node order, so that an import inserts
             // them into a new graph in the same order.
-            let links = keys::index_key(&prefix, index_tag::VECTOR_FIRST + 2, &[]);
-            let mut nodes: Vec<(Vec<u8>, Uuid)> = Vec::new();
-            let after = self.cur.pos.clone();
-            self.engine.store.scan_prefix(&self.snap, CF_INDEX, &links, |node, v| {
-                if !after.is_empty() && node <= after.as_slice() {
-                    return Ok(true);
-                }
-                let id = v.get(..16).ok_or_else(|| Self::bad("a vector graph node"))?;
-                if v.get(16).ok_or_else(|| Self::bad("a vector graph node"))? & 1 == 0 {
-                    nodes.push((node.to_vec(), Uuid::from_bytes(id.try_into().expect("16 bytes"))));
-                }
-                Ok(nodes.len() < 4096)
-            })?;
+            let after =
+                (self.cur.pos.len() == 4).then(|| u32::from_be_bytes(self.cur.pos[..].try_into().expect("4 bytes")));
+            let nodes = crate::vector::live_nodes(&self.engine.store, &self.snap, &prefix, after, 4096)?;
             for (node, id) in &nodes {
-                if self.in_graph(&prefix, id)?.is_some_and(|n| n == node.as_slice()) {
+                if self.in_graph(&prefix, id)? == Some(*node) {
                     if let Some(bytes) = self.engine.store.get_episode_raw(&self.snap, &prefix, id)? {
                         self.episode(*id, &bytes)?;
                     }
                 }
-                self.cur.pos = node.clone();
+                self.cur.pos = node.to_be_bytes().to_vec();
                 if self.full() {
                     return Ok(false);
                 }
@@ -338,19 +328,12 @@ impl Run<'_, '_, '_> {
         Ok(true)
     }
 
-    /// The node (u32be) holding the live vector of an episode that the graph phase writes:
-    /// the node's links say it is live and the record is live with an embedding.
-    fn in_graph(&self, prefix: &[u8], id: &Uuid) -> Result<Option<Vec<u8>>> {
-        let key = keys::index_key(prefix, index_tag::VECTOR_FIRST + 3, id.as_bytes());
-        let Some(node) = self.engine.store.get_cf(&self.snap, CF_INDEX, &key)? else { return Ok(None) };
-        let links = keys::index_key(prefix, index_tag::VECTOR_FIRST + 2, &node);
-        let live = match self.engine.store.get_cf(&self.snap, CF_INDEX, &links)? {
-            Some(v) => v.get(..16) == Some(id.as_bytes().as_slice()) && v.get(16).is_some_and(|f| f & 1 == 0),
-            None => false,
-        };
-        if !live {
+    /// The node holding the live vector of an episode that the graph phase writes: the
+    /// node is live and the record is live with an embedding.
+    fn in_graph(&self, prefix: &[u8], id: &Uuid) -> Result<Option<u32>> {
+        let Some(node) = crate::vector::live_node_of(&self.engine.store, &self.snap, prefix, id)? else {
             return Ok(None);
-        }
+        };
         let Some(bytes) = self.engine.store.get_episode_raw(&self.snap, prefix, id)? else { return Ok(None) };
         let v = RecordView::parse(*id, &bytes)?;
         Ok((!v.deleted() && v.embedding().is_some()).then_some(node))
@@ -372,12 +355,7 @@ impl Run<'_, '_, '_> {
             Some(v) => u32::from_le_bytes(v.as_slice().try_into().map_err(|_| Self::bad("ADK namespace record"))?),
             None => 0,
         };
-        let dimension = match store.get_cf(snap, CF_META, &[b"dim:".as_slice(), prefix].concat())? {
-            Some(v) => {
-                Some(u32::from_le_bytes(v.as_slice().try_into().map_err(|_| Self::bad("vector dimension record"))?))
-            }
-            None => None,
-        };
+        let dimension = self.engine.vectors.dimension(store, snap, ns)?;
         let w = &mut self.w;
         w.line.extend_from_slice(b"{\"type\":\"namespace\",");
         push_namespace_fields(&mut w.line, ns);

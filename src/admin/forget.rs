@@ -8,7 +8,7 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::keys::{self, index_tag, Namespace};
+use crate::keys::{self, Namespace};
 use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META};
 use crate::Mnem;
 use rocksdb::WriteBatch;
@@ -18,11 +18,6 @@ use rocksdb::WriteBatch;
 pub struct Forgotten {
     /// Stored episode records (current revisions, tombstones included).
     pub episodes: u64,
-}
-
-/// The `meta` key of a namespace's vector dimension (`vector::dim_key`'s layout).
-fn dim_key(prefix: &[u8]) -> Vec<u8> {
-    [b"dim:".as_slice(), prefix].concat()
 }
 
 impl Engine {
@@ -44,12 +39,12 @@ impl Engine {
         for cf in [CF_EPISODES, CF_ADK, CF_INDEX] {
             batch.delete_range_cf(self.store.cf(cf), &prefix, &end);
         }
-        batch.delete_cf(self.store.cf(CF_META), dim_key(&prefix));
+        batch.delete_cf(self.store.cf(CF_META), crate::vector::dim_key(&prefix));
         self.store.write(batch)?;
         // The loaded graph goes with its keys (readers holding it finish with their copy).
-        self.vectors.cache.remove(&(index_tag::VECTOR_FIRST, prefix.clone()));
+        self.vectors.evict(&prefix);
         self.compact_range(&[CF_EPISODES, CF_ADK, CF_INDEX], Some(&prefix), Some(&end))?;
-        self.compact_range(&[CF_META], Some(&dim_key(&prefix)), Some(&dim_key(&end)))?;
+        self.compact_range(&[CF_META], Some(&crate::vector::dim_key(&prefix)), Some(&crate::vector::dim_key(&end)))?;
         Ok(Forgotten { episodes })
     }
 }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, adk_tag, Namespace};
 use crate::record::{Episode, MAX_RECORD_BYTES};
-use crate::store::{now_ms, CF_ADK, CF_EPISODES, CF_META};
+use crate::store::{now_ms, CF_ADK, CF_EPISODES};
 use crate::Mnem;
 use rocksdb::WriteBatch;
 use std::collections::HashSet;
@@ -255,9 +255,7 @@ impl Engine {
         for id in &n.tombstones {
             batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::TOMBSTONE, id.as_bytes()), []);
         }
-        if let Some(d) = n.dimension {
-            batch.put_cf(self.store.cf(CF_META), [b"dim:".as_slice(), &prefix].concat(), d.to_le_bytes());
-        }
+        self.vectors.stage_dimension(&self.store, &mut batch, &n.ns, n.dimension);
         let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
         let mut placement = Placement::default();
         for (p, seq, id, _) in &n.orders {

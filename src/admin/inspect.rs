@@ -6,10 +6,13 @@ use crate::error::{Error, Result};
 use crate::json::{self, push_str};
 use crate::keys::{self, adk_tag, index_tag, Namespace};
 use crate::record::{RecordView, ScanView};
-use crate::store::{now_ms, CF_ADK, CF_EPISODES, CF_INDEX, CF_META};
+use crate::store::{now_ms, CF_ADK, CF_EPISODES, CF_INDEX};
 use crate::Mnem;
 use rocksdb::Snapshot;
 use uuid::Uuid;
+
+/// The most ids one `get_episodes` call reads (bounds the answer's size).
+pub const MAX_GET_EPISODES: usize = 10_000;
 
 /// The most namespaces one `list_namespaces` page returns.
 pub const MAX_NAMESPACE_PAGE: usize = 1000;
@@ -188,12 +191,7 @@ impl Engine {
             Ok(())
         })?;
         (s.bm25_index, s.adk_index, s.vector_index) = (bm25, adk, vector);
-        s.dimension = match self.store.get_cf(&snap, CF_META, &[b"dim:".as_slice(), &prefix].concat())? {
-            Some(v) => Some(u32::from_le_bytes(
-                v.as_slice().try_into().map_err(|_| Error::corruption("vector dimension record is malformed"))?,
-            )),
-            None => None,
-        };
+        s.dimension = self.vectors.dimension(&self.store, &snap, ns)?;
         let end = keys::prefix_successor(&prefix).unwrap_or_default();
         for cf in [CF_EPISODES, CF_ADK, CF_INDEX] {
             let sizes =
@@ -317,7 +315,14 @@ impl Mnem {
     /// The visible episodes with these ids, from one snapshot, as
     /// `{"episodes":[Episode|null...]}` in the order of `ids`: `null` where no visible episode
     /// has the id (never stored, deleted or expired), so results line up with the request.
+    /// At most `MAX_GET_EPISODES` ids a call.
     pub fn get_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<Vec<u8>> {
+        if ids.len() > MAX_GET_EPISODES {
+            return Err(Error::invalid(format!(
+                "{} ids were given; one call reads at most {MAX_GET_EPISODES}",
+                ids.len()
+            )));
+        }
         self.engine().get_episodes(ns, ids)
     }
 

@@ -11,12 +11,10 @@
 //! the newer manifest, so the view retries. (RocksDB's secondary instances tolerate this
 //! themselves but support no snapshots, which every mnem read takes.)
 
-use crate::cache::Cache;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::store::{OpenOptions, Store};
 use crate::Mnem;
-use parking_lot::Mutex;
 
 impl Mnem {
     /// Open a read-only view of the store at `path`, which another process (or handle) may
@@ -31,16 +29,7 @@ impl Mnem {
             return Err(Error::invalid("a read-only view cannot create a store"));
         }
         let opts = OpenOptions { read_only: true, ..opts };
-        let store = open_retrying(path, opts)?;
-        let engine = Engine {
-            store,
-            write_lock: Mutex::new(()),
-            bm25: crate::lexical::index::Bm25Index,
-            adk: crate::adk::index::AdkSearchIndex,
-            vectors: crate::vector::VectorIndex::new(Cache::new(opts.cache_bytes - opts.block_cache_bytes())),
-            indexes_built: 0,
-        };
-        Ok(Mnem::from_engine(engine))
+        Ok(Mnem::from_engine(Engine::over(open_retrying(path, opts)?, opts)))
     }
 }
 

@@ -97,18 +97,9 @@ pub extern "C" fn mnem_get_episodes(
     read_call(store, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let ids = crate::input::parse_id_lines(jsonl(ids_jsonl, "ids_jsonl")?)?;
-        if ids.len() > MAX_GET_IDS {
-            return Err(Error::invalid(format!(
-                "`ids_jsonl` has {} ids; one call reads at most {MAX_GET_IDS}",
-                ids.len()
-            )));
-        }
-        m.get_episodes(&ns, &ids)
+        m.get_episodes(&ns, &ids).map_err(|e| e.context("ids_jsonl"))
     })
 }
-
-/// The most ids one `mnem_get_episodes` call reads.
-const MAX_GET_IDS: usize = 10_000;
 
 /// One page of the store's namespaces, from one snapshot. `list_query_json` (empty for defaults):
 /// `{"limit": 1-1000 (default 100), "after": {"app_name","user_id"} | null}`. Writes

@@ -124,6 +124,15 @@ pub fn encode_links(id: &Uuid, deleted: bool, expires: Option<i64>, links: &[Vec
     v
 }
 
+/// The episode a links record belongs to, and whether its node is deleted: the head of
+/// `decode_links`, for readers that do not walk the graph.
+pub fn decode_owner(b: &[u8]) -> Result<(Uuid, bool)> {
+    match (b.get(..16), b.get(16)) {
+        (Some(id), Some(flags)) => Ok((Uuid::from_bytes(id.try_into().expect("16 bytes")), flags & DELETED != 0)),
+        _ => Err(corrupt("links record")),
+    }
+}
+
 pub fn decode_links(b: &[u8], nodes: u32) -> Result<Node> {
     let bad = || corrupt("links record");
     if b.len() < 26 {

@@ -260,20 +260,62 @@ pub struct VectorIndex {
     pub(crate) cache: Cache,
 }
 
-fn dim_key(ns: &Namespace) -> Vec<u8> {
-    let mut k = b"dim:".to_vec();
-    k.extend_from_slice(&ns.prefix());
-    k
+/// The `meta` key of the vector dimension of the namespace `prefix`.
+pub(crate) fn dim_key(prefix: &[u8]) -> Vec<u8> {
+    [b"dim:".as_slice(), prefix].concat()
+}
+
+/// The live (not deleted) nodes of a namespace's graph after node `after`, in node order
+/// (insertion order), with their episodes: at most `limit`. For an export that must insert
+/// vectors into a new graph in the same order.
+pub(crate) fn live_nodes(
+    store: &Store,
+    snap: &Snapshot<'_>,
+    prefix: &[u8],
+    after: Option<u32>,
+    limit: usize,
+) -> Result<Vec<(u32, Uuid)>> {
+    let mut nodes = Vec::new();
+    let start = index_key(prefix, layout::LINKS, &[]);
+    store.scan_prefix(snap, CF_INDEX, &start, |node, v| {
+        let node =
+            u32::from_be_bytes(node.try_into().map_err(|_| Error::corruption("vector index links key is malformed"))?);
+        if after.is_some_and(|a| node <= a) {
+            return Ok(true);
+        }
+        let (id, deleted) = layout::decode_owner(v)?;
+        if !deleted {
+            nodes.push((node, id));
+        }
+        Ok(nodes.len() < limit)
+    })?;
+    Ok(nodes)
+}
+
+/// The node holding episode `id`'s vector, if that node is live.
+pub(crate) fn live_node_of(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], id: &Uuid) -> Result<Option<u32>> {
+    let Some(node) = store.get_cf(snap, CF_INDEX, &layout::node_of_key(prefix, id))? else { return Ok(None) };
+    let node = u32::from_be_bytes(
+        node.as_slice().try_into().map_err(|_| Error::corruption("vector index node-of record is malformed"))?,
+    );
+    let Some(links) = store.get_cf(snap, CF_INDEX, &layout::links_key(prefix, node))? else { return Ok(None) };
+    let (owner, deleted) = layout::decode_owner(&links)?;
+    Ok((owner == *id && !deleted).then_some(node))
 }
 
 impl VectorIndex {
+    /// Drop the loaded graph of the namespace `prefix` (its keys are gone).
+    pub(crate) fn evict(&self, prefix: &[u8]) {
+        self.cache.remove(&cache_key(prefix));
+    }
+
     pub(crate) fn new(cache: Cache) -> VectorIndex {
         VectorIndex { cache }
     }
 
     /// The namespace's vector dimension, fixed by its first vector.
     pub(crate) fn dimension(&self, store: &Store, snap: &Snapshot<'_>, ns: &Namespace) -> Result<Option<u32>> {
-        match store.get_cf(snap, CF_META, &dim_key(ns))? {
+        match store.get_cf(snap, CF_META, &dim_key(&ns.prefix()))? {
             Some(v) => Ok(Some(u32::from_le_bytes(
                 v.as_slice().try_into().map_err(|_| Error::corruption("vector dimension record is malformed"))?,
             ))),
@@ -283,7 +325,7 @@ impl VectorIndex {
 
     pub(crate) fn stage_dimension(&self, store: &Store, batch: &mut WriteBatch, ns: &Namespace, dim: Option<u32>) {
         if let Some(d) = dim {
-            batch.put_cf(store.cf(CF_META), dim_key(ns), d.to_le_bytes());
+            batch.put_cf(store.cf(CF_META), dim_key(&ns.prefix()), d.to_le_bytes());
         }
     }
 }
