@@ -160,3 +160,43 @@ def test_long_questions_are_answered():
         # No terms at all: the vector channel alone answers.
         assert sorted(ids(svc, "!!! ???")) == ["a", "b"]
         assert ids(svc, "   ") == []
+
+
+def session(sid, *events):
+    return Session(app_name=APP, user_id=USER, id=sid, last_update_time=1, events=list(events))
+
+
+def recall_copies(svc, word):
+    """The events (memory ids) whose recall copies hold `word`."""
+    q = {"text": word, "limit": 100, "episode_type": RECALL_TYPE}
+    return sorted(r["record"]["event_id"] for r in svc.store.keyword_search(APP, USER, q)["results"])
+
+
+def test_recall_copies_follow_what_the_store_keeps():
+    """Every memory hybrid search returns is one the store holds, and delete_memory removes it."""
+    with MnemMemoryService(embedder=ToyEmbedder()) as svc:
+        # A session added again with fewer events (ADK's rewind): the dropped event goes.
+        asyncio.run(svc.add_session_to_memory(session("s", ev("a", "oolong tea"), ev("b", "a puppy", 1001.0))))
+        assert recall_copies(svc, "puppy") == ["b"]
+        asyncio.run(svc.add_session_to_memory(session("s", ev("a", "oolong tea"))))
+        assert svc.store.search(APP, USER, "puppy")["memories"] == []
+        assert recall_copies(svc, "puppy") == []
+        assert "b" not in ids(svc, "pet animal")
+        # Appending an id the session already holds keeps the first event, in the store and
+        # in recall.
+        add_events(svc, [ev("c", "espresso")], session_id="t")
+        add_events(svc, [ev("c", "a kitten")], session_id="t")
+        assert [m["id"] for m in svc.store.search(APP, USER, "espresso")["memories"]] == ["c"]
+        assert (recall_copies(svc, "espresso"), recall_copies(svc, "kitten")) == (["c"], [])
+        # The same id in two sessions: deleting one session leaves the other's copy.
+        add_events(svc, [ev("d", "lisbon trip")], session_id="u1")
+        add_events(svc, [ev("d", "lisbon trip")], session_id="u2")
+        assert recall_copies(svc, "lisbon") == ["d", "d"]
+        assert asyncio.run(svc.delete_session(app_name=APP, user_id=USER, session_id="u2")) == 1
+        assert [m["id"] for m in svc.store.search(APP, USER, "lisbon")["memories"]] == ["d"]
+        assert recall_copies(svc, "lisbon") == ["d"]
+        assert ids(svc, "travel journey")[0] == "d"
+        # What search returns, delete_memory removes.
+        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="d"))
+        assert recall_copies(svc, "lisbon") == []
+        assert "d" not in ids(svc, "travel journey")

@@ -286,6 +286,11 @@ def _entry_from_search(m: Mapping[str, Any]) -> MemoryEntry:
     )
 
 
+def _cache_key(app_name: str, user_id: str, r: "_Recall") -> tuple:
+    """Where the fingerprint of a written recall copy is remembered."""
+    return (app_name, user_id, r.episode.get("session_id"), r.memory_id)
+
+
 class _Recall:
     """One event or memory to embed: its memory id and the recall episode without a vector."""
 
@@ -423,7 +428,11 @@ class MnemMemoryService(BaseMemoryService):
         await asyncio.to_thread(write)
         if self.embedder is not None:
             recalls = await asyncio.to_thread(_event_recalls, session.events, session.id, None, None)
-            await self._write_recalls(session.app_name, session.user_id, recalls)
+            await self._write_recalls(session.app_name, session.user_id, recalls, replace=True)
+            # The store keeps only the session's current events: so do its recall copies.
+            keep = {r.memory_id for r in recalls}
+            await asyncio.to_thread(self._drop_session_recalls, session.app_name, session.user_id,
+                                    session.id, keep)
 
     async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence["Event"],
                                    session_id: str | None = None,
@@ -437,7 +446,7 @@ class MnemMemoryService(BaseMemoryService):
             meta = dict(custom_metadata or {})
             recalls = await asyncio.to_thread(_event_recalls, events, session_id or UNKNOWN_SESSION_ID,
                                               _tags(meta.get("tags")), meta.get("ttl_ms"))
-            await self._write_recalls(app_name, user_id, recalls)
+            await self._write_recalls(app_name, user_id, recalls, replace=False)
 
     async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
                          custom_metadata: Mapping[str, object] | None = None) -> None:
@@ -466,7 +475,7 @@ class MnemMemoryService(BaseMemoryService):
             rec = {k: v for k, v in ep.items() if k not in ("id", "metadata")}
             rec.update(episode_type=RECALL_TYPE, event_id=memory_id, secondary=_memory_token(memory_id))
             recalls.append(_Recall(memory_id, text, rec))
-        await self._write_recalls(app_name, user_id, recalls)
+        await self._write_recalls(app_name, user_id, recalls, replace=True)
 
     # -- deletes -----------------------------------------------------------------------------
 
@@ -476,9 +485,10 @@ class MnemMemoryService(BaseMemoryService):
             return
 
         def delete():
-            n = self.store.delete_memory(app_name, user_id, memory_id)
-            if n:
-                self._bury(app_name, user_id, memory_id)
+            self.store.delete_memory(app_name, user_id, memory_id)
+            # Even when the store had nothing left under the id: the id is blocked for good
+            # either way, and no recall copy may answer for it.
+            self._bury(app_name, user_id, memory_id)
         await asyncio.to_thread(delete)
 
     def _bury(self, app_name: str, user_id: str, memory_id: str) -> None:
@@ -491,7 +501,18 @@ class MnemMemoryService(BaseMemoryService):
         if not self._find(app_name, user_id, [token], BURIED_TYPE):
             self.store.put_episodes(app_name, user_id, [{"episode_type": BURIED_TYPE, "secondary": token}])
         with self._embedded_lock:
-            self._embedded.pop((app_name, user_id, memory_id), None)
+            for k in [k for k in self._embedded if k[:2] == (app_name, user_id) and k[3] == memory_id]:
+                del self._embedded[k]
+
+    def _drop_session_recalls(self, app_name: str, user_id: str, session_id: str, keep: set[str]) -> None:
+        """Deletes the session's recall copies whose memory id is not in `keep`."""
+        copies = [r for r in self._find(app_name, user_id, [_session_token(session_id)], RECALL_TYPE)
+                  if r.get("session_id") == session_id and r.get("event_id") not in keep]
+        if copies:
+            self.store.delete_episodes(app_name, user_id, [r["id"] for r in copies])
+            with self._embedded_lock:
+                for r in copies:
+                    self._embedded.pop((app_name, user_id, session_id, r.get("event_id")), None)
 
     def _find(self, app_name: str, user_id: str, tokens: Sequence[str], episode_type: str) -> list[dict]:
         """Every visible episode of `episode_type` holding one of `tokens`."""
@@ -579,9 +600,13 @@ class MnemMemoryService(BaseMemoryService):
                                  f"{embedder.dimensions}")
         return vectors
 
-    async def _write_recalls(self, app_name: str, user_id: str, recalls: list[_Recall]) -> None:
-        """Embeds and stores the recall copies not already stored with the same content."""
-        todo = await asyncio.to_thread(self._recalls_to_write, app_name, user_id, recalls)
+    async def _write_recalls(self, app_name: str, user_id: str, recalls: list[_Recall], *, replace: bool) -> None:
+        """Embeds and stores the recall copies not already stored with the same content.
+        A copy belongs to one (session, memory id), as the event it copies does: `replace`
+        (a whole session, or memories) updates an existing copy, as the store replaces the
+        event; otherwise (appended events) an existing copy stays, as the store keeps the
+        first event with an id."""
+        todo = await asyncio.to_thread(self._recalls_to_write, app_name, user_id, recalls, replace)
         if not todo:
             return
         vectors = await self._embed([r.text for r, _ in todo])
@@ -589,7 +614,8 @@ class MnemMemoryService(BaseMemoryService):
             r.episode["embedding"] = v
         await asyncio.to_thread(self._store_recalls, app_name, user_id, todo)
 
-    def _recalls_to_write(self, app_name: str, user_id: str, recalls: list[_Recall]) -> list[tuple[_Recall, int]]:
+    def _recalls_to_write(self, app_name: str, user_id: str, recalls: list[_Recall],
+                          replace: bool) -> list[tuple[_Recall, int]]:
         """The recalls to embed, each with its fingerprint: not written before with the same
         content by this service, and not of a buried memory id. A memory that has a recall
         copy keeps its id (the write is a new revision of it)."""
@@ -597,7 +623,7 @@ class MnemMemoryService(BaseMemoryService):
             fresh = []
             for r in recalls:
                 fp = hash(json.dumps(r.episode, sort_keys=True, ensure_ascii=False, default=str))
-                if self._embedded.get((app_name, user_id, r.memory_id)) != fp:
+                if self._embedded.get(_cache_key(app_name, user_id, r)) != fp:
                     fresh.append((r, fp))
         if not fresh:
             return []
@@ -607,17 +633,21 @@ class MnemMemoryService(BaseMemoryService):
         tokens = list(by_token)
         buried = {t for rec in self._find(app_name, user_id, tokens, BURIED_TYPE)
                   for t in (rec.get("secondary") or "").split() if t in by_token}
+        stored = set()
         for rec in self._find(app_name, user_id, tokens, RECALL_TYPE):
             for t in (rec.get("secondary") or "").split():
                 for r in by_token.get(t, []):
-                    r.episode["id"] = rec["id"]
-        return [(r, fp) for r, fp in fresh if _memory_token(r.memory_id) not in buried]
+                    if rec.get("session_id") == r.episode.get("session_id"):
+                        r.episode["id"] = rec["id"]
+                        stored.add(id(r))
+        return [(r, fp) for r, fp in fresh
+                if _memory_token(r.memory_id) not in buried and (replace or id(r) not in stored)]
 
     def _store_recalls(self, app_name: str, user_id: str, todo: list[tuple[_Recall, int]]) -> None:
         self.store.put_episodes(app_name, user_id, [r.episode for r, _ in todo])
         with self._embedded_lock:
             for r, fp in todo:
-                key = (app_name, user_id, r.memory_id)
+                key = _cache_key(app_name, user_id, r)
                 self._embedded[key] = fp
                 self._embedded.move_to_end(key)
             while len(self._embedded) > _EMBEDDED_CACHE:
