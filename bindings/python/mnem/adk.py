@@ -39,7 +39,6 @@ from google.adk.memory.base_memory_service import SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
-from ._errors import InvalidArgument
 from ._store import Store
 
 if TYPE_CHECKING:
