@@ -16,7 +16,7 @@
 // thread-safe); as with any C++ object, it must not be destroyed, closed or moved while
 // another thread is using it.
 //
-// Needs nlohmann/json 3.2 or later (Debian: nlohmann-json3-dev); CMake's mnem::mnem target
+// Needs nlohmann/json 3.3 or later (get_to) (Debian: nlohmann-json3-dev); CMake's mnem::mnem target
 // brings it along when CMake finds it.
 #ifndef MNEM_HPP
 #define MNEM_HPP
@@ -884,7 +884,8 @@ class Store {
 
   /// Compacts the whole store: every table file rewritten down to the last level, so that the
   /// bytes of deleted episodes and sessions and of overwritten revisions leave the files.
-  /// Throws mnem::Error with the cause if the compaction fails (CORRUPTION: a damaged file).
+  /// Throws mnem::Error with the cause if the compaction fails (CORRUPTION: a damaged file);
+  /// the store then refuses writes until it is reopened.
   void compact() {
     mnem_error err{};
     detail::check("compact", mnem_compact(handle("compact"), &err), err);
@@ -980,7 +981,8 @@ class Store {
 
   /// Imports an export; returns the episode records imported. The input is checked whole
   /// first: a bad line, a truncated input or an occupied namespace throws
-  /// INVALID_ARGUMENT and nothing is written.
+  /// INVALID_ARGUMENT and nothing is written. An I/O failure part-way can leave a namespace
+  /// partial: forget_namespace it and import again.
   uint64_t import_jsonl(std::string_view export_jsonl) {
     uint64_t n = 0;
     mnem_error err{};

@@ -34,7 +34,8 @@ func (s *Store) ForgetNamespace(app, user string) error {
 // Compact compacts the whole store: every table file is rewritten down to the last level,
 // so that the bytes of deleted episodes and sessions and of overwritten revisions leave the
 // files. It takes time in proportion to the store's size; reads and writes go on meanwhile.
-// A compaction that fails returns its cause (ErrCorruption for a damaged table file).
+// A compaction that fails returns its cause (ErrCorruption for a damaged table file), and
+// the store then refuses writes until it is reopened.
 func (s *Store) Compact() error {
 	return s.with(func(h *C.mnem_store) error {
 		var cerr C.mnem_error

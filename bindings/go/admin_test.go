@@ -99,14 +99,10 @@ func TestDeleteSession(t *testing.T) {
 	}
 }
 
-// Forgetting a user erases its episodes, sessions and bytes; another namespace stays.
+// A deleted session's text stays in older table files until Compact; the kept one stays.
 func TestCompactErasesDeletedSessions(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := dirStore(t, dir, Options{Create: true})
 	// Texts that share no word with ids or each other, so that LZ4 leaves them literal.
 	if _, err := s.AddSession(app, "alice", "s1", jsonl(event("e1", "user", 1, content("user", "zyxgone marmalade")))); err != nil {
 		t.Fatal(err)
@@ -135,16 +131,13 @@ func TestCompactErasesDeletedSessions(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ro, err := Open(dir, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
+	ro := dirStore(t, dir, Options{ReadOnly: true})
 	if err := ro.Compact(); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Compact on a read-only store: %v, want ErrReadOnly", err)
 	}
 }
 
+// Forgetting a user erases its episodes, sessions and bytes; another namespace stays.
 func TestForgetNamespace(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, Options{Create: true})

@@ -159,19 +159,12 @@ func (s *Store) putEpisodes(app, user string, jsonl []byte, lines int) ([]string
 // DeleteEpisodes tombstones the given episode ids and returns how many visible
 // episodes were deleted (unknown or already deleted ids are not counted).
 func (s *Store) DeleteEpisodes(app, user string, ids ...string) (uint64, error) {
-	var jsonl []byte
-	for i, id := range ids {
-		if !utf8.ValidString(id) {
-			return 0, invalidArg("delete_episodes", fmt.Sprintf("id %d is not valid UTF-8", i))
-		}
-		b, _ := json.Marshal(id) // a valid UTF-8 string always marshals
-		if i > 0 {
-			jsonl = append(jsonl, '\n')
-		}
-		jsonl = append(jsonl, b...)
+	jsonl, err := stringLines("delete_episodes", ids)
+	if err != nil {
+		return 0, err
 	}
 	var n C.uint64_t
-	err := s.with(func(h *C.mnem_store) error {
+	err = s.with(func(h *C.mnem_store) error {
 		var cerr C.mnem_error
 		rc := C.mnem_delete_episodes(h, strView(app), strView(user), bytesView(jsonl), &n, &cerr)
 		runtime.KeepAlive(app)
@@ -412,8 +405,5 @@ func (s *Store) Stats() (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, &Error{Op: "stats", Status: StatusInternal, Message: "unexpected JSON from mnem_stats: " + err.Error()}
-	}
-	return st, nil
+	return st, decode("stats", raw, &st)
 }
