@@ -186,9 +186,9 @@ pub extern "C" fn mnem_check(
 
 /// Export as JSON Lines (format in docs/EXPORT.md): the namespace `(app, user)`, or every
 /// namespace when `all` is non-zero (then `app` and `user` are ignored), from one snapshot:
-/// a header line, per namespace its ADK buckets, `mnem_delete_memory` ids and every episode
-/// record (tombstones included) with revision, times, expiry, metadata, content, embedding
-/// and ADK place, then an end line with the counts. `mnem_import` of the output reproduces
+/// a header line, per namespace its ADK buckets, `mnem_delete_memory` ids, ADK order (each
+/// event's place) and every episode record (tombstones included) with revision, times,
+/// expiry, metadata, content and embedding, then an end line with the counts. `mnem_import` of the output reproduces
 /// the records and ADK order, so every search answers the same. The whole export is built
 /// in memory for each call (BUFFER_TOO_SMALL builds it again): for large stores use
 /// `mnem_export_page`, or the `mnem export` tool, which streams.
