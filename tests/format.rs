@@ -29,7 +29,6 @@ const CREATE: OpenOptions =
     OpenOptions { create: true, read_only: false, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
 const READ_ONLY: OpenOptions =
     OpenOptions { create: false, read_only: true, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
-const COLUMN_FAMILIES: [&str; 3] = ["meta", "episodes", "adk"];
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -568,12 +567,20 @@ fn check_index_cf(dir: &Path, p: &[u8], e2: Uuid, note: Uuid) {
 
 // ---- the committed v1 store ----------------------------------------------------------------
 
+fn fixture_dir_of(version: u32) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/format-v{version}"))
+}
+
+fn expected_path_of(version: u32) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/format-v{version}.expected"))
+}
+
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1")
+    fixture_dir_of(1)
 }
 
 fn expected_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1.expected")
+    expected_path_of(1)
 }
 
 fn fixture_id(n: u8) -> Uuid {
@@ -659,8 +666,13 @@ fn is_data_file(name: &str) -> bool {
     !(name.starts_with("LOG") || name == "LOCK" || name == "mnem.lock")
 }
 
-fn regenerate_fixture() {
-    assert_eq!(FORMAT_VERSION, 1, "tests/fixtures/format-v1 is a store of format 1: never regenerate it with another");
+/// Write `tests/fixtures/format-v{version}` and its expected reading: only a build of that
+/// format may.
+fn regenerate_fixture(version: u32) {
+    assert_eq!(
+        FORMAT_VERSION, version,
+        "tests/fixtures/format-v{version} is a store of format {version}: never regenerate it with another"
+    );
     let work = tempdir("fixture-gen");
     {
         let m = Mnem::open(work.to_str().unwrap(), CREATE).unwrap();
@@ -671,12 +683,13 @@ fn regenerate_fixture() {
     {
         let mut opts = Options::default();
         opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
-        let db = DB::open_cf(&opts, &work, COLUMN_FAMILIES).unwrap();
-        for cf in COLUMN_FAMILIES {
+        let families = DB::list_cf(&opts, &work).unwrap();
+        let db = DB::open_cf(&opts, &work, &families).unwrap();
+        for cf in &families {
             db.flush_cf(db.cf_handle(cf).unwrap()).unwrap();
         }
     }
-    let dir = fixture_dir();
+    let dir = fixture_dir_of(version);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -687,7 +700,7 @@ fn regenerate_fixture() {
     std::fs::remove_dir_all(&work).unwrap();
     let copy = tempdir("fixture-read");
     copy_dir(&dir, &copy, |_| true);
-    std::fs::write(expected_path(), read_fixture(&copy).join("\n") + "\n").unwrap();
+    std::fs::write(expected_path_of(version), read_fixture(&copy).join("\n") + "\n").unwrap();
     std::fs::remove_dir_all(&copy).unwrap();
 }
 
@@ -753,8 +766,8 @@ fn split_episode_key(key: &[u8]) -> (Namespace, Uuid) {
 
 #[test]
 fn the_format_v1_fixture_opens_and_reads_the_same() {
-    if std::env::var_os("MNEM_UPDATE_FIXTURES").is_some_and(|v| v == "1") {
-        regenerate_fixture();
+    if std::env::var_os("MNEM_UPDATE_FIXTURES").is_some_and(|v| v == "1") && FORMAT_VERSION == 1 {
+        regenerate_fixture(1);
     }
     assert!(
         fixture_dir().join("CURRENT").is_file(),
@@ -812,6 +825,47 @@ fn the_format_v1_fixture_opens_and_reads_the_same() {
         m.put_episodes(&ns, vec![update]).unwrap();
         assert_eq!(m.get_episode(&ns, &fixture_id(3)).unwrap().unwrap().revision, 4);
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The facts of `tests/fixtures/format-v{version}.expected`, compared line by line with `got`.
+fn assert_reads_as_expected(version: u32, got: &[String]) {
+    let want = std::fs::read_to_string(expected_path_of(version)).unwrap();
+    let want: Vec<&str> = want.lines().collect();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g,
+            w,
+            "tests/fixtures/format-v{version}.expected line {}: this build reads the store differently",
+            i + 1
+        );
+    }
+    assert_eq!(got.len(), want.len(), "tests/fixtures/format-v{version}.expected: a different number of facts");
+}
+
+/// A format-2 store (indexes persisted, every posting written with its records) reads the
+/// same read-only, as it is, and after a read-write open, which records the current format
+/// without building anything.
+#[test]
+fn the_format_v2_fixture_opens_and_reads_the_same() {
+    if std::env::var_os("MNEM_UPDATE_FIXTURES").is_some_and(|v| v == "1") && FORMAT_VERSION == 2 {
+        regenerate_fixture(2);
+    }
+    assert!(
+        fixture_dir_of(2).join("CURRENT").is_file(),
+        "tests/fixtures/format-v2 is missing; a build of format 2 writes it with MNEM_UPDATE_FIXTURES=1"
+    );
+    let dir = tempdir("fixture-v2");
+    copy_dir(&fixture_dir_of(2), &dir, |_| true);
+    assert_reads_as_expected(2, &read_fixture(&dir));
+    {
+        let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+        let s = m.stats();
+        assert_eq!((s.opened_format, s.indexes_built), (2, 0), "format 2 has its indexes: nothing is built");
+    }
+    let meta = raw_cf(&dir, "meta");
+    assert!(meta.contains(&(b"format_version".to_vec(), FORMAT_VERSION.to_le_bytes().to_vec())), "format recorded");
+    assert_reads_as_expected(2, &read_fixture(&dir));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
