@@ -188,7 +188,8 @@ const char *mnem_status_message(int32_t status);
 //
 // A store written by a build before persisted indexes (format 1) gets its indexes at its
 // first read-write open, which then takes time in proportion to its records (once;
-// `mnem_stats` reports `opened_format` 1 and `indexes_built`).
+// `mnem_stats` reports `opened_format` 1 and `indexes_built`). A format-2 store opens as it
+// is; its first read-write open records format 3.
 mnem_status mnem_open(struct mnem_str path,
                       uint32_t flags,
                       struct mnem_str options_json,
@@ -196,11 +197,14 @@ mnem_status mnem_open(struct mnem_str path,
                       struct mnem_error *err);
 
 // The store's statistics as a JSON object:
-// `{"format": N, "opened_format": N, "indexes_built": N, "cache_bytes": N,
-// "graph_cache": C, "block_cache": C}` where each C is `{"budget_bytes", "used_bytes",
-// "entries", "hits", "misses", "hit_rate", "evictions"}`. `format` is the on-disk format
-// this build writes; `opened_format` the one the store had at open (lower when this open
-// upgraded it, building the indexes of `indexes_built` namespaces from their records).
+// `{"format": N, "opened_format": N, "indexes_built": N, "journal_replayed": N,
+// "cache_bytes": N, "graph_cache": C, "block_cache": C}` where each C is `{"budget_bytes",
+// "used_bytes", "entries", "hits", "misses", "hit_rate", "evictions"}`. `format` is the
+// on-disk format this build writes; `opened_format` the one the store had at open (lower
+// when this open upgraded it, building the indexes of `indexes_built` namespaces from their
+// records). `journal_replayed` counts the writes whose index postings a writer that stopped
+// without closing (a crash, a kill) had not yet moved from its journal into the index: this
+// open moved them (read-only: read them into memory, so that searches find them).
 // `cache_bytes` is the open option: a quarter of it is RocksDB's block cache (index postings
 // and records), the rest holds loaded vector graphs (`graph_cache`), least recently used
 // first out, across namespaces. Counters count since open.

@@ -11,10 +11,12 @@
 //!   read key by key (a graph) is loaded into `cache::Cache`, least recently used out first,
 //!   and reloaded from its keys; `publish` updates a loaded copy once the batch is committed.
 
+use crate::deferred::Op;
 use crate::error::Result;
 use crate::record::Episode;
 use crate::store::Store;
 use rocksdb::{ColumnFamily, Snapshot, WriteBatch};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
@@ -25,6 +27,14 @@ pub(crate) struct IndexWrite<'a> {
     pub snap: &'a Snapshot<'a>,
     pub prefix: &'a [u8],
     pub now: i64,
+    /// Posting changes, written behind the batch (`crate::deferred`).
+    pub postings: RefCell<Vec<Op>>,
+}
+
+impl<'a> IndexWrite<'a> {
+    pub fn new(store: &'a Store, snap: &'a Snapshot<'a>, prefix: &'a [u8], now: i64) -> IndexWrite<'a> {
+        IndexWrite { store, snap, prefix, now, postings: RefCell::new(Vec::new()) }
+    }
 }
 
 /// Where the episodes of a write sit in ADK's tie order, as the writer decided.
@@ -37,30 +47,45 @@ pub(crate) struct Placement {
     pub excluded: HashSet<Uuid>,
 }
 
-/// Key changes of one index, added to the batch in key order: RocksDB's memtable inserts a
-/// sorted run of keys faster than scattered ones (each search resumes where the last ended).
+/// Key changes of one index: postings (many per episode, written behind the batch by
+/// `crate::deferred`) and the rest, added to the batch in key order, since RocksDB's memtable
+/// inserts a sorted run of keys faster than scattered ones (each search resumes where the
+/// last ended).
 #[derive(Default)]
-pub(crate) struct KeyOps(Vec<(Vec<u8>, Option<Vec<u8>>)>);
+pub(crate) struct KeyOps {
+    now: Vec<Op>,
+    postings: Vec<Op>,
+}
 
 impl KeyOps {
     pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        self.0.push((key, Some(value)));
+        self.now.push((key, Some(value)));
     }
 
     pub fn delete(&mut self, key: Vec<u8>) {
-        self.0.push((key, None));
+        self.now.push((key, None));
     }
 
-    pub fn apply(mut self, batch: &mut WriteBatch, cf: &ColumnFamily) {
+    pub fn put_posting(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.postings.push((key, Some(value)));
+    }
+
+    pub fn delete_posting(&mut self, key: Vec<u8>) {
+        self.postings.push((key, None));
+    }
+
+    /// Add the changes to `batch`, and the postings to those `ctx` writes behind it.
+    pub fn apply(mut self, ctx: &IndexWrite<'_>, batch: &mut WriteBatch, cf: &ColumnFamily) {
         // Stable: a key removed and written again (a re-written document's key) keeps the
         // write last.
-        self.0.sort_by(|a, b| a.0.cmp(&b.0));
-        for (k, v) in self.0 {
+        self.now.sort_by(|a, b| a.0.cmp(&b.0));
+        for (k, v) in self.now {
             match v {
                 Some(v) => batch.put_cf(cf, k, v),
                 None => batch.delete_cf(cf, k),
             }
         }
+        ctx.postings.borrow_mut().append(&mut self.postings);
     }
 }
 

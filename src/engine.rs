@@ -6,15 +6,17 @@
 
 use crate::adk::index::AdkSearchIndex;
 use crate::cache::{Cache, CacheStats};
+use crate::deferred::{self, Deferred};
 use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::episodes::Pending;
 use crate::error::Result;
 use crate::lexical::index::Bm25Index;
 use crate::record::Episode;
-use crate::store::{now_ms, OpenOptions, Store, FORMAT_VERSION};
+use crate::store::{now_ms, OpenOptions, Store, CF_META, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
 use crate::vector::VectorIndex;
 use parking_lot::Mutex;
-use rocksdb::WriteBatch;
+use rocksdb::{Snapshot, WriteBatch};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) struct Engine {
     pub store: Store,
@@ -26,6 +28,14 @@ pub(crate) struct Engine {
     pub vectors: VectorIndex,
     /// Namespaces whose indexes this open built from their records (an older store's upgrade).
     pub indexes_built: u64,
+    /// Posting changes journaled but not yet in the index (`crate::deferred`). Held by every
+    /// commit during its write, so that a reader holding it sees no write in flight.
+    deferred: Mutex<Deferred>,
+    /// Odd while `deferred` holds postings; changed under `deferred` before a write that
+    /// starts holding some and after the write that empties it (`read_snapshot`).
+    generation: AtomicU64,
+    /// Journal entries found at open (a writer that stopped without writing them).
+    pub journal_replayed: u64,
 }
 
 /// The store's statistics (`mnem_stats`).
@@ -40,28 +50,89 @@ pub struct Stats {
     pub opened_format: u32,
     /// Namespaces whose indexes this open built from their records.
     pub indexes_built: u64,
+    /// Journal entries of postings found at open (a writer stopped without writing them to
+    /// the index): written now, or, read-only, read into an overlay.
+    pub journal_replayed: u64,
 }
 
 impl Engine {
     pub fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
-        let mut engine = Engine::over(Store::open(path, opts)?, opts);
-        if engine.store.opened_format() < FORMAT_VERSION {
+        let mut engine = Engine::over(Store::open(path, opts)?, opts)?;
+        let opened = engine.store.opened_format();
+        if opened < FIRST_INDEXED_FORMAT {
             engine.indexes_built = crate::upgrade::build_indexes(&engine)?;
+        } else if opened < FORMAT_VERSION && !engine.store.is_read_only() {
+            // Format 3 adds only the journal, empty in a format-2 store.
+            let mut b = WriteBatch::default();
+            engine.store.stage_format(&mut b);
+            engine.store.write(b)?;
         }
         Ok(engine)
     }
 
     /// The engine over an opened store: the indexes' state, with the graph cache taking the
-    /// part of `opts.cache_bytes` that RocksDB's block cache does not.
-    pub fn over(store: Store, opts: OpenOptions) -> Engine {
-        Engine {
+    /// part of `opts.cache_bytes` that RocksDB's block cache does not. Postings a writer
+    /// journaled but did not write to the index are written now, or, in a read-only store,
+    /// read into its overlay.
+    pub fn over(mut store: Store, opts: OpenOptions) -> Result<Engine> {
+        let journal = deferred::read_journal(&store)?;
+        let next_seq = journal.last().map_or(0, |(seq, _)| seq + 1);
+        if !journal.is_empty() {
+            if store.is_read_only() {
+                store.set_index_overlay(deferred::overlay(&journal)?);
+            } else {
+                let runs: Vec<&[u8]> = journal.iter().map(|(_, r)| r.as_slice()).collect();
+                let mut b = WriteBatch::default();
+                deferred::stage_runs(&store, &runs, journal[0].0..next_seq, &mut b)?;
+                store.write(b)?;
+            }
+        }
+        Ok(Engine {
             store,
             write_lock: Mutex::new(()),
             bm25: Bm25Index,
             adk: AdkSearchIndex,
             vectors: VectorIndex::new(Cache::new(opts.cache_bytes - opts.block_cache_bytes())),
             indexes_built: 0,
+            deferred: Mutex::new(Deferred::starting_at(next_seq)),
+            generation: AtomicU64::new(0),
+            journal_replayed: journal.len() as u64,
+        })
+    }
+
+    /// Write the postings held behind earlier writes to the index.
+    pub fn settle(&self) -> Result<()> {
+        self.write_deferred(&mut self.deferred.lock())
+    }
+
+    fn write_deferred(&self, d: &mut Deferred) -> Result<()> {
+        if d.is_empty() {
+            return Ok(());
         }
+        let mut b = WriteBatch::default();
+        d.stage_all(&self.store, None, &mut b)?;
+        self.store.write(b)?;
+        d.written();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A snapshot in which every acknowledged write's postings are in the index: what every
+    /// read of postings starts from. Without postings held (`generation` even and unchanged
+    /// across the snapshot) it takes no lock; else it writes them first. Lock order: a
+    /// caller may hold a graph's read lock (writers take `deferred` only after their graph
+    /// changes are staged).
+    pub fn read_snapshot(&self) -> Result<Snapshot<'_>> {
+        let g = self.generation.load(Ordering::SeqCst);
+        if g.is_multiple_of(2) {
+            let snap = self.store.snapshot();
+            if self.generation.load(Ordering::SeqCst) == g {
+                return Ok(snap);
+            }
+        }
+        let mut d = self.deferred.lock();
+        self.write_deferred(&mut d)?;
+        Ok(self.store.snapshot())
     }
 
     pub fn stats(&self) -> Stats {
@@ -71,6 +142,7 @@ impl Engine {
             block_cache: CacheStats { budget_bytes: budget, used_bytes: used, entries: 0, hits, misses, evictions: 0 },
             opened_format: self.store.opened_format(),
             indexes_built: self.indexes_built,
+            journal_replayed: self.journal_replayed,
         }
     }
 
@@ -79,7 +151,7 @@ impl Engine {
     pub fn commit(&self, pending: &Pending<'_>, mut batch: WriteBatch, placement: &Placement) -> Result<()> {
         pending.write_into(&mut batch);
         let staged: Vec<&Episode> = pending.staged().collect();
-        let ctx = IndexWrite { store: &self.store, snap: pending.snapshot(), prefix: pending.prefix(), now: now_ms() };
+        let ctx = IndexWrite::new(&self.store, pending.snapshot(), pending.prefix(), now_ms());
         self.commit_staged(&ctx, &staged, batch, placement)
     }
 
@@ -97,10 +169,47 @@ impl Engine {
         let bm25 = self.bm25.stage(ctx, staged, placement, &mut batch)?;
         let adk = self.adk.stage(ctx, staged, placement, &mut batch)?;
         let vectors = self.vectors.stage(ctx, staged, placement, &mut batch)?;
-        self.store.write(batch)?;
+        let postings = ctx.postings.take();
+        let mut d = self.deferred.lock();
+        if postings.is_empty() {
+            self.store.write(batch)?;
+        } else {
+            let run = deferred::encode_run(postings);
+            if d.bytes() + run.len() > deferred::LIMIT {
+                // Everything held, with this write's postings, in one sorted batch.
+                d.stage_all(&self.store, Some(&run), &mut batch)?;
+                self.store.write(batch)?;
+                if !d.is_empty() {
+                    d.written();
+                    self.generation.fetch_add(1, Ordering::SeqCst);
+                }
+            } else {
+                let was_empty = d.is_empty();
+                if was_empty {
+                    self.generation.fetch_add(1, Ordering::SeqCst);
+                }
+                batch.put_cf(self.store.cf(CF_META), d.next_key(), &run);
+                let written = self.store.write(batch);
+                if written.is_ok() {
+                    d.journaled(run);
+                } else if was_empty {
+                    self.generation.fetch_add(1, Ordering::SeqCst);
+                }
+                written?;
+            }
+        }
+        drop(d);
         Bm25Index::publish(bm25);
         AdkSearchIndex::publish(adk);
         VectorIndex::publish(vectors);
         Ok(())
+    }
+}
+
+impl Drop for Engine {
+    /// A clean close leaves no journal: the postings held are written to the index (if that
+    /// fails, the next open writes them from the journal).
+    fn drop(&mut self) {
+        let _ = self.settle();
     }
 }

@@ -151,7 +151,7 @@ impl Engine {
             None => (1.0, 0.0),
         };
         // The graph is read-locked, so writes wait and this snapshot sees what it holds.
-        let snap = self.store.snapshot();
+        let snap = self.read_snapshot()?;
         let prefix = ns.prefix();
         let semantic: Vec<Uuid> = match (vectors, &q.vector) {
             (Some(ix), Some(v)) if w_sem > 0.0 => {

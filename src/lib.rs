@@ -16,6 +16,7 @@ pub mod adk;
 mod admin;
 pub mod cache;
 mod codec;
+mod deferred;
 mod derived;
 mod engine;
 pub mod episodes;

@@ -58,9 +58,10 @@ impl Mnem {
             )
         };
         format!(
-            "{{\"format\":{FORMAT_VERSION},\"opened_format\":{},\"indexes_built\":{},\"cache_bytes\":{},\"graph_cache\":{},\"block_cache\":{}}}",
+            "{{\"format\":{FORMAT_VERSION},\"opened_format\":{},\"indexes_built\":{},\"journal_replayed\":{},\"cache_bytes\":{},\"graph_cache\":{},\"block_cache\":{}}}",
             s.opened_format,
             s.indexes_built,
+            s.journal_replayed,
             s.cache.budget_bytes + s.block_cache.budget_bytes,
             cache(&s.cache),
             cache(&s.block_cache)

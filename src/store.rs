@@ -8,16 +8,23 @@ use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, Env, Options,
     ReadOptions, Snapshot, WriteBatch, WriteOptions, DB,
 };
+use std::collections::btree_map::Range as MapRange;
+use std::collections::BTreeMap;
 use std::fs::File;
+use std::ops::Bound;
 use std::path::Path;
 use uuid::Uuid;
 
 /// The on-disk format this build writes; stores with a larger number are refused. docs/FORMAT.md
 /// describes the format and when this number must change; tests/format.rs pins it.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format this build opens; older stores gain their indexes once, at the first
 /// read-write open (`Mnem::open`).
 pub const OLDEST_FORMAT: u32 = 1;
+/// The first format with persisted indexes: a store of this format or later opens
+/// read-only as it is (format 3 only adds the journal of postings written behind,
+/// `crate::deferred`, which a format-2 store has empty).
+pub const FIRST_INDEXED_FORMAT: u32 = 2;
 /// The path that opens a store living only in this process.
 pub const MEMORY_PATH: &str = ":memory:";
 
@@ -78,7 +85,13 @@ pub struct Store {
     // the in-process environment alive as long as the database.
     _lock: Option<File>,
     mem_env: Option<Env>,
+    /// A read-only store's journal of postings not yet in the `index` column family
+    /// (`crate::deferred`): what each key of it becomes. Index reads consult it first.
+    index_overlay: Option<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
 }
+
+/// The overlay's changes to one key range, in key order.
+type OverlayRange<'s> = std::iter::Peekable<MapRange<'s, Vec<u8>, Option<Vec<u8>>>>;
 
 impl Store {
     pub fn open(path: &str, opts: OpenOptions) -> Result<Store> {
@@ -179,6 +192,7 @@ impl Store {
             sync_writes: opts.sync_writes,
             _lock: lock,
             mem_env: env,
+            index_overlay: None,
         };
         store.opened_format = store.check_format()?;
         Ok(store)
@@ -233,7 +247,7 @@ impl Store {
                 if found < OLDEST_FORMAT {
                     return Err(Error::corruption(format!("format version record says {found}")));
                 }
-                if found < FORMAT_VERSION && self.read_only {
+                if found < FIRST_INDEXED_FORMAT && self.read_only {
                     return Err(Error::new(
                         Status::Incompatible,
                         format!(
@@ -317,23 +331,40 @@ impl Store {
     }
 
     pub(crate) fn get_cf(&self, snap: &Snapshot<'_>, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(change) = self.overlay_for(cf).and_then(|o| o.get(key)) {
+            return Ok(change.clone());
+        }
         Ok(snap.get_cf(self.cf(cf), key)?)
     }
 
-    /// A raw iterator over the keys of `cf` that start with `prefix`, positioned at the first.
+    /// Give a read-only store the journal's index changes (`crate::deferred::overlay`).
+    pub(crate) fn set_index_overlay(&mut self, overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>) {
+        debug_assert!(self.read_only, "a writer writes its journal to the index instead");
+        self.index_overlay = (!overlay.is_empty()).then_some(overlay);
+    }
+
+    fn overlay_for(&self, cf: &str) -> Option<&BTreeMap<Vec<u8>, Option<Vec<u8>>>> {
+        self.index_overlay.as_ref().filter(|_| cf == CF_INDEX)
+    }
+
+    /// An iterator over the keys of `cf` that start with `prefix`, positioned at the first
+    /// at or after `start`.
     pub(crate) fn prefix_iter<'s>(
         &'s self,
         snap: &'s Snapshot<'s>,
         cf: &str,
         prefix: &[u8],
         start: &[u8],
-    ) -> DBRawIteratorWithThreadMode<'s, DB> {
+    ) -> StoreIter<'s> {
         let mut ro = ReadOptions::default();
         ro.set_snapshot(snap);
-        if let Some(upper) = keys::prefix_successor(prefix) {
-            ro.set_iterate_upper_bound(upper);
+        let upper = keys::prefix_successor(prefix);
+        if let Some(upper) = &upper {
+            ro.set_iterate_upper_bound(upper.clone());
         }
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
+        let base = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
+        let overlay = self.overlay_for(cf).map(|map| Box::new(Overlay { map, upper, range: None, current: None }));
+        let mut it = StoreIter { base, overlay };
         it.seek(start);
         it
     }
@@ -379,9 +410,94 @@ impl Store {
     }
 }
 
+/// A store iterator: RocksDB's, merged with the journal's overlay in a read-only store
+/// (an overlay's put replaces or adds a key, its delete hides one).
+pub(crate) struct StoreIter<'s> {
+    base: DBRawIteratorWithThreadMode<'s, DB>,
+    /// Boxed: only read-only stores with a journal have one.
+    overlay: Option<Box<Overlay<'s>>>,
+}
+
+struct Overlay<'s> {
+    map: &'s BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    upper: Option<Vec<u8>>,
+    range: Option<OverlayRange<'s>>,
+    /// The overlay's entry that is current (else RocksDB's key is).
+    current: Option<(&'s [u8], &'s [u8])>,
+}
+
+impl<'s> StoreIter<'s> {
+    pub fn seek(&mut self, target: &[u8]) {
+        self.base.seek(target);
+        if let Some(o) = &mut self.overlay {
+            let hi = o.upper.as_ref().map_or(Bound::Unbounded, |u| Bound::Excluded(u.clone()));
+            o.range = Some(o.map.range::<Vec<u8>, _>((Bound::Included(target.to_vec()), hi)).peekable());
+            self.settle();
+        }
+    }
+
+    pub fn next(&mut self) {
+        match &mut self.overlay {
+            Some(o) if o.current.is_some() => {
+                o.range.as_mut().expect("seeked").next();
+            }
+            _ => self.base.next(),
+        }
+        if self.overlay.is_some() {
+            self.settle();
+        }
+    }
+
+    /// Make the smaller of RocksDB's and the overlay's keys current, skipping what the
+    /// overlay deletes and RocksDB's keys the overlay replaces.
+    fn settle(&mut self) {
+        let o = self.overlay.as_mut().expect("an overlay");
+        let range = o.range.as_mut().expect("seeked");
+        o.current = None;
+        while let Some(&(k, v)) = range.peek() {
+            match self.base.key() {
+                Some(b) if b < k.as_slice() => return,
+                Some(b) if b == k.as_slice() => self.base.next(),
+                _ => {}
+            }
+            if let Some(v) = v {
+                o.current = Some((k.as_slice(), v.as_slice()));
+                return;
+            }
+            range.next();
+        }
+    }
+
+    fn current_overlay(&self) -> Option<(&'s [u8], &'s [u8])> {
+        self.overlay.as_ref().and_then(|o| o.current)
+    }
+
+    pub fn valid(&self) -> bool {
+        self.current_overlay().is_some() || self.base.valid()
+    }
+
+    pub fn key(&self) -> Option<&[u8]> {
+        match self.current_overlay() {
+            Some((k, _)) => Some(k),
+            None => self.base.key(),
+        }
+    }
+
+    pub fn value(&self) -> Option<&[u8]> {
+        match self.current_overlay() {
+            Some((_, v)) => Some(v),
+            None => self.base.value(),
+        }
+    }
+
+    pub fn status(&self) -> std::result::Result<(), rocksdb::Error> {
+        self.base.status()
+    }
+}
+
 /// A cursor over stored episodes; `next` lends the key's UUID and the stored bytes.
 pub(crate) struct EpisodeScan<'s> {
-    it: DBRawIteratorWithThreadMode<'s, DB>,
+    it: StoreIter<'s>,
     prefix_len: usize,
     started: bool,
 }

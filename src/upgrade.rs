@@ -51,6 +51,7 @@ pub(crate) fn build_indexes(m: &Engine) -> Result<u64> {
     if let Some((p, placement)) = &current {
         index_chunk(m, p, &mut chunk, placement)?;
     }
+    m.settle()?;
     let mut b = WriteBatch::default();
     m.store.stage_format(&mut b);
     m.store.write(b)?;
@@ -63,7 +64,7 @@ fn index_chunk(m: &Engine, prefix: &[u8], chunk: &mut Vec<Episode>, placement: &
     }
     // A fresh snapshot per chunk: each sees the index keys the previous chunks wrote.
     let snap = m.store.snapshot();
-    let ctx = IndexWrite { store: &m.store, snap: &snap, prefix, now: now_ms() };
+    let ctx = IndexWrite::new(&m.store, &snap, prefix, now_ms());
     let staged: Vec<&Episode> = chunk.iter().collect();
     m.commit_staged(&ctx, &staged, WriteBatch::default(), placement)?;
     chunk.clear();

@@ -383,3 +383,24 @@ fn export_pages_concatenate_to_the_export() {
     let e = open(":memory:").import(&lines.join("\n"), &mut |_, _| {}).unwrap_err();
     assert!(e.message.contains(&format!("line {}", at + 1)), "{}", e.message);
 }
+
+/// A writer holds its latest postings in memory and in its journal (written to the index in
+/// large sorted runs): a view opened meanwhile reads the journal into an overlay, so every
+/// search kind answers as the writer does, deleted and re-written episodes included.
+#[test]
+fn a_view_beside_a_writer_sees_the_postings_it_holds() {
+    let path = tempdir("view-journal");
+    let writer = open(&path);
+    let nss = varied(&writer);
+    let view = Mnem::open_view(&path, OpenOptions::default()).unwrap();
+    assert!(view.stats().journal_replayed > 0, "the writer held postings when the view opened");
+    for ns in &nss {
+        assert_eq!(answers(&view, ns), answers(&writer, ns), "{ns:?}");
+    }
+    drop(view);
+    drop(writer);
+    let reopened = open(&path);
+    assert_eq!(reopened.stats().journal_replayed, 0, "a clean close leaves no journal");
+    drop(reopened);
+    std::fs::remove_dir_all(&path).unwrap();
+}

@@ -587,6 +587,7 @@ fn crash_rounds(test: &str, sync: bool) {
     let mut gen = Gen { rng: Rng(seed), next: 0, mix: GROW };
     let mut model = Model::default();
     let started = Instant::now();
+    let mut journaled_rounds = 0;
     for (round, &(lo, hi, mix)) in ROUNDS.iter().enumerate() {
         gen.mix = mix;
         let mut ctx = Ctx { seed, sync, round, phase: "writing" };
@@ -627,11 +628,29 @@ fn crash_rounds(test: &str, sync: bool) {
         }
         eprintln!("{ctx} killed after {acks} acknowledgements (at {:.1?})", started.elapsed());
 
+        // Read-only first: postings the child journaled but did not write to the index are
+        // read into an overlay, and the store is left as the kill left it.
+        ctx.phase = "after the kill, read-only";
+        let ro =
+            Mnem::open(store.to_str().unwrap(), OpenOptions { read_only: true, create: false, ..opts(sync) }).unwrap();
+        let mut ro_model = model.clone();
+        let ro_landed = script.get(acks).map(|op| settle(&ro, &mut ro_model, op, &ctx));
+        check(&ro, &ro_model, &ctx);
+        let overlaid = ro.stats().journal_replayed;
+        drop(ro);
+
         ctx.phase = "after the kill";
         let m = Mnem::open(store.to_str().unwrap(), opts(sync)).unwrap();
+        assert_eq!(m.stats().journal_replayed, overlaid, "{ctx} the read-only open changed nothing");
+        journaled_rounds += usize::from(overlaid > 0);
         if let Some(op) = script.get(acks) {
             let landed = settle(&m, &mut model, op, &ctx);
-            eprintln!("{ctx} in flight: {} {}", op.kind(), if landed { "landed" } else { "did not land" });
+            assert_eq!(Some(landed), ro_landed, "{ctx} read-only and read-write opens agree");
+            eprintln!(
+                "{ctx} in flight: {} {}; {overlaid} journal entries of postings written at the reopen",
+                op.kind(),
+                if landed { "landed" } else { "did not land" }
+            );
         }
         let t = Instant::now();
         check(&m, &model, &ctx);
@@ -639,6 +658,8 @@ fn crash_rounds(test: &str, sync: bool) {
         eprintln!("{ctx} checked in {:.1?}; episodes {} ({live} live)", t.elapsed(), model.episodes.len());
         drop(m);
     }
+    // The child only writes, so its postings are mostly held when it is killed.
+    assert!(journaled_rounds > 0, "no kill left postings journaled: the test did not exercise their replay");
     let ctx = Ctx { seed, sync, round: ROUNDS.len() - 1, phase: "after a clean reopen" };
     let m = Mnem::open(store.to_str().unwrap(), opts(sync)).unwrap();
     check(&m, &model, &ctx);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 /// The FORMAT_VERSION that the goldens below describe.
-const GOLDEN_FORMAT_VERSION: u32 = 2;
+const GOLDEN_FORMAT_VERSION: u32 = 3;
 
 const BUMP: &str = "the on-disk format changed. Stored bytes may change only together with FORMAT_VERSION \
 (src/store.rs): bump it, describe the new format in docs/FORMAT.md, and update GOLDEN_FORMAT_VERSION and \
@@ -384,7 +384,7 @@ fn a_live_store_holds_exactly_the_documented_keys_and_values() {
     dim_key.extend_from_slice(&p);
     let meta = raw_cf(&dir, "meta");
     let want_meta =
-        vec![(dim_key, 3u32.to_le_bytes().to_vec()), (b"format_version".to_vec(), 2u32.to_le_bytes().to_vec())];
+        vec![(dim_key, 3u32.to_le_bytes().to_vec()), (b"format_version".to_vec(), 3u32.to_le_bytes().to_vec())];
     assert_eq!(meta, want_meta, "meta column family: {BUMP}");
 
     // The episodes, in UUID order within the namespace; event UUIDs are fresh v7s, so find
@@ -563,6 +563,67 @@ fn check_index_cf(dir: &Path, p: &[u8], e2: Uuid, note: Uuid) {
     assert_eq!(graph[1].1, unit, "a node's vector is the unit vector, f32le");
     assert_eq!(graph[3].1, 0u32.to_be_bytes(), "the episode's node");
     assert_eq!(index.len(), want_bm25.len() + want_adk.len() + 4, "nothing else in the index column family: {BUMP}");
+}
+
+/// A run of held postings, decoded by the layout docs/FORMAT.md gives: `u32le` key length,
+/// key, `1` (put) or `0` (delete), and for a put `u32le` value length and value.
+fn decode_run(run: &[u8]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    let mut at = 0;
+    let mut take = |n: usize| {
+        at += n;
+        run[at - n..at].to_vec()
+    };
+    let len = |v: Vec<u8>| u32::from_le_bytes(v.try_into().unwrap()) as usize;
+    let mut out = Vec::new();
+    let mut read = 0;
+    while read < run.len() {
+        let n = len(take(4));
+        let key = take(n);
+        let op = take(1)[0];
+        let value = match op {
+            1 => {
+                let n = len(take(4));
+                Some(take(n))
+            }
+            0 => None,
+            _ => panic!("op byte {op}"),
+        };
+        read += 4 + n + 1 + value.as_ref().map_or(0, |v| 4 + v.len());
+        out.push((key, value));
+    }
+    out
+}
+
+/// While a writer is open, each write's posting changes (BM25 term postings, ADK word and
+/// char postings) wait in one journal entry of the `meta` column family, and only there; a
+/// clean close moves them into the `index` column family with the same keys and values and
+/// deletes the entry.
+#[test]
+fn held_postings_are_journaled_as_documented() {
+    let dir = tempdir("journal");
+    let ns = Namespace::new("app", "user");
+    let m = Mnem::open(dir.to_str().unwrap(), CREATE).unwrap();
+    m.add_session(&ns, "s1", &event_line("e1", "blue heron", 1_700_000_000.25)).unwrap();
+    let journal: Vec<(Vec<u8>, Vec<u8>)> =
+        raw_cf(&dir, "meta").into_iter().filter(|(k, _)| k.starts_with(b"journal/")).collect();
+    assert_eq!(journal.len(), 1, "one entry per write: {BUMP}");
+    assert_eq!(journal[0].0, [b"journal/".as_slice(), &0u64.to_be_bytes()].concat(), "{BUMP}");
+    let ops = decode_run(&journal[0].1);
+    assert!(ops.windows(2).all(|w| w[0].0 < w[1].0), "keys ascending");
+    let p = ns.prefix();
+    let tags: Vec<u8> = ops.iter().map(|(k, _)| k[p.len()]).collect();
+    // "blue" and "heron": two BM25 postings and two ADK word postings; no char postings.
+    assert_eq!(tags, [0x11, 0x11, 0x22, 0x22], "{BUMP}");
+    assert!(ops.iter().all(|(k, v)| k.starts_with(&p) && v.is_some()));
+    let index = raw_cf(&dir, "index");
+    assert!(ops.iter().all(|(k, _)| index.iter().all(|(ik, _)| ik != k)), "not in the index while held");
+    drop(m);
+    let index = raw_cf(&dir, "index");
+    for (k, v) in &ops {
+        assert!(index.contains(&(k.clone(), v.clone().unwrap())), "{k:?} moved into the index");
+    }
+    assert!(raw_cf(&dir, "meta").iter().all(|(k, _)| !k.starts_with(b"journal/")), "the entry is deleted");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 // ---- the committed v1 store ----------------------------------------------------------------
@@ -787,9 +848,10 @@ fn the_format_v1_fixture_opens_and_reads_the_same() {
         assert_eq!((s.opened_format, s.indexes_built), (1, 2), "both namespaces indexed at the upgrade");
     }
     let meta = raw_cf(&dir, "meta");
-    assert!(meta.contains(&(b"format_version".to_vec(), 2u32.to_le_bytes().to_vec())), "upgraded to format 2");
+    let current = (b"format_version".to_vec(), FORMAT_VERSION.to_le_bytes().to_vec());
+    assert!(meta.contains(&current), "upgraded to the current format");
     let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
-    assert_eq!((m.stats().opened_format, m.stats().indexes_built), (2, 0), "the upgrade happens once");
+    assert_eq!((m.stats().opened_format, m.stats().indexes_built), (FORMAT_VERSION, 0), "the upgrade happens once");
     drop(m);
     let got = read_fixture(&dir);
     if std::env::var_os("MNEM_UPDATE_FIXTURES").is_some_and(|v| v == "expected") {

@@ -326,6 +326,9 @@ struct CacheStats {
 struct Stats {
   uint32_t format = 0, opened_format = 0;
   uint64_t indexes_built = 0, cache_bytes = 0;
+  /// Writes whose index postings a writer that stopped without closing left in its journal;
+  /// this open moved them into the index.
+  uint64_t journal_replayed = 0;
   CacheStats graph_cache, block_cache;
 };
 
@@ -552,6 +555,7 @@ inline void from_json(const nlohmann::json& j, Stats& s) {
   j.at("format").get_to(s.format);
   j.at("opened_format").get_to(s.opened_format);
   j.at("indexes_built").get_to(s.indexes_built);
+  j.at("journal_replayed").get_to(s.journal_replayed);
   j.at("cache_bytes").get_to(s.cache_bytes);
   j.at("graph_cache").get_to(s.graph_cache);
   j.at("block_cache").get_to(s.block_cache);

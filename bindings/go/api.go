@@ -388,12 +388,15 @@ type CacheStats struct {
 // Stats is the store's statistics: formats, the cache budget (the cache_bytes option), and
 // the use of RocksDB's block cache and of the loaded vector graphs.
 type Stats struct {
-	Format       uint32     `json:"format"`
-	OpenedFormat uint32     `json:"opened_format"`
-	IndexesBuilt uint64     `json:"indexes_built"`
-	CacheBytes   uint64     `json:"cache_bytes"`
-	GraphCache   CacheStats `json:"graph_cache"`
-	BlockCache   CacheStats `json:"block_cache"`
+	Format       uint32 `json:"format"`
+	OpenedFormat uint32 `json:"opened_format"`
+	IndexesBuilt uint64 `json:"indexes_built"`
+	// JournalReplayed counts writes whose index postings a writer that stopped without
+	// closing had not moved from its journal into the index; this open moved them.
+	JournalReplayed uint64     `json:"journal_replayed"`
+	CacheBytes      uint64     `json:"cache_bytes"`
+	GraphCache      CacheStats `json:"graph_cache"`
+	BlockCache      CacheStats `json:"block_cache"`
 }
 
 // Stats returns the store's statistics (mnem_stats).

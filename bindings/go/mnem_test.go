@@ -1046,7 +1046,7 @@ func TestCacheBytesAndStats(t *testing.T) {
 	if st.CacheBytes != 8<<20 || st.BlockCache.BudgetBytes != 2<<20 || st.GraphCache.BudgetBytes != 6<<20 {
 		t.Fatalf("budgets: %+v", st)
 	}
-	if st.Format != 2 || st.OpenedFormat != 2 || st.IndexesBuilt != 0 {
+	if st.Format != 3 || st.OpenedFormat != 3 || st.IndexesBuilt != 0 || st.JournalReplayed != 0 {
 		t.Fatalf("formats: %+v", st)
 	}
 }

@@ -256,7 +256,7 @@ pub(crate) fn stage(
         };
         add(&mut ops, ctx.prefix, &doc_key, e, place);
     }
-    ops.apply(batch, ctx.store.cf(CF_INDEX));
+    ops.apply(ctx, batch, ctx.store.cf(CF_INDEX));
     Ok(())
 }
 
@@ -266,10 +266,10 @@ fn remove(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], d: &Doc) {
     ops.delete(key(prefix, ENTRY, &[], place));
     ops.delete(key(prefix, MEMID, &[&len_be(&d.memory_id), d.memory_id.as_bytes()], place));
     for w in &d.words {
-        ops.delete(key(prefix, WORD, &[&len_be(w), w.as_bytes()], place));
+        ops.delete_posting(key(prefix, WORD, &[&len_be(w), w.as_bytes()], place));
     }
     for c in &d.chars {
-        ops.delete(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], place));
+        ops.delete_posting(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], place));
     }
     if !d.chars.is_empty() {
         ops.delete(key(prefix, HAYSTACK, &[], place));
@@ -292,10 +292,10 @@ fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Plac
     ops.put(key(prefix, MEMID, &[&len_be(mid), mid.as_bytes()], at), e.id.as_bytes().to_vec());
     let posting = posting_value(e.expires_at_ms);
     for w in &words {
-        ops.put(key(prefix, WORD, &[&len_be(w), w.as_bytes()], at), posting.clone());
+        ops.put_posting(key(prefix, WORD, &[&len_be(w), w.as_bytes()], at), posting.clone());
     }
     for c in &chars {
-        ops.put(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], at), posting.clone());
+        ops.put_posting(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], at), posting.clone());
     }
     if !chars.is_empty() {
         ops.put(key(prefix, HAYSTACK, &[], at), haystack.into_bytes());

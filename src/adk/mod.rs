@@ -303,7 +303,7 @@ impl Engine {
     /// `Mnem::search` (the public documentation is there).
     pub(crate) fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
         let prefix = ns.prefix();
-        let snap = self.store.snapshot();
+        let snap = self.read_snapshot()?;
         let now = now_ms();
         let mut out = Vec::with_capacity(1024);
         out.extend_from_slice(b"{\"memories\":[");

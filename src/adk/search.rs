@@ -11,8 +11,9 @@
 use super::index::{self, Entry, MAX_RESULTS};
 use super::tokenizer;
 use crate::error::{Error, Result};
+use crate::store::StoreIter;
 use crate::store::{Store, CF_INDEX};
-use rocksdb::{DBRawIteratorWithThreadMode, Snapshot, DB};
+use rocksdb::Snapshot;
 
 /// Postings a cursor steps over with `next` before it seeks instead (a seek costs a few
 /// `next`s, and skips are often short).
@@ -21,7 +22,7 @@ const STEPS_BEFORE_SEEK: usize = 8;
 /// The unexpired postings of one key prefix, in place order (or, without `now`, every key
 /// of the prefix).
 struct Cursor<'s> {
-    it: DBRawIteratorWithThreadMode<'s, DB>,
+    it: StoreIter<'s>,
     prefix: Vec<u8>,
     now: Option<i64>,
 }

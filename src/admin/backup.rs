@@ -28,6 +28,9 @@ impl Engine {
         }
         // Writes wait during the copy: the checkpoint then holds every acknowledged write.
         let _w = self.write_lock.lock();
+        // Not needed for consistency (the copy has the journal), but a copy without one
+        // opens read-only without an overlay.
+        self.settle()?;
         Checkpoint::new(self.store.db())?
             .create_checkpoint(dest)
             .map_err(|e| Error::from(e).context(format!("backup to {dest:?}")))

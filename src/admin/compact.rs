@@ -14,6 +14,7 @@ impl Engine {
     /// `Mnem::compact` (the public documentation is there).
     pub(crate) fn compact(&self) -> Result<()> {
         self.store.check_writable()?;
+        self.settle()?;
         self.compact_range(&[CF_META, CF_EPISODES, CF_ADK, CF_INDEX], None, None)
     }
 

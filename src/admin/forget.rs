@@ -6,6 +6,7 @@
 //! then rewrites every table file that held them, and flushes the memtables first, so the
 //! bytes leave the disk instead of staying behind a tombstone.
 
+use crate::deferred;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, Namespace};
@@ -28,6 +29,8 @@ impl Engine {
         // A prefix starts with a length below 2^32 followed by UTF-8, so it is never all 0xFF.
         let end = keys::prefix_successor(&prefix).ok_or_else(|| Error::invalid("namespace has no key range"))?;
         let _w = self.write_lock.lock();
+        // Postings held for this namespace would otherwise land after its range deletes.
+        self.settle()?;
         let snap = self.store.snapshot();
         let mut episodes = 0u64;
         self.store.scan_prefix(&snap, CF_EPISODES, &prefix, |_, _| {
@@ -45,6 +48,9 @@ impl Engine {
         self.vectors.evict(&prefix);
         self.compact_range(&[CF_EPISODES, CF_ADK, CF_INDEX], Some(&prefix), Some(&end))?;
         self.compact_range(&[CF_META], Some(&crate::vector::dim_key(&prefix)), Some(&crate::vector::dim_key(&end)))?;
+        // Journal entries, all written to the index and deleted above, held its postings.
+        let journal_end = keys::prefix_successor(deferred::JOURNAL_PREFIX).expect("not all 0xFF");
+        self.compact_range(&[CF_META], Some(deferred::JOURNAL_PREFIX), Some(&journal_end))?;
         Ok(Forgotten { episodes })
     }
 }

@@ -278,7 +278,7 @@ impl Engine {
             let staged: Vec<&Episode> = chunk.iter().filter(|e| !e.deleted).collect();
             // A fresh snapshot per chunk: each sees the index keys the previous chunks wrote.
             let snap = self.store.snapshot();
-            let ctx = IndexWrite { store: &self.store, snap: &snap, prefix: &prefix, now: now_ms() };
+            let ctx = IndexWrite::new(&self.store, &snap, &prefix, now_ms());
             self.commit_staged(&ctx, &staged, std::mem::take(&mut batch), &placement)?;
             t.episodes += chunk.len() as u64;
             progress(t.episodes, 0);

@@ -101,7 +101,7 @@ impl Engine {
 
     /// `Mnem::list_namespaces` (the public documentation is there).
     pub(crate) fn list_namespaces(&self, after: Option<&Namespace>, limit: usize) -> Result<NamespacePage> {
-        let snap = self.store.snapshot();
+        let snap = self.read_snapshot()?;
         let mut from = match after {
             Some(ns) => keys::prefix_successor(&ns.prefix()).unwrap_or_default(),
             None => Vec::new(),
@@ -150,7 +150,7 @@ impl Engine {
 
     /// `Mnem::namespace_stats` (the public documentation is there).
     pub(crate) fn namespace_stats(&self, ns: &Namespace) -> Result<NamespaceStats> {
-        let snap = self.store.snapshot();
+        let snap = self.read_snapshot()?;
         let now = now_ms();
         let prefix = ns.prefix();
         let mut s = NamespaceStats::default();

@@ -232,7 +232,7 @@ impl Staging<'_> {
         for (t, _) in &d.terms {
             let mut k = term_prefix(p, t);
             k.extend_from_slice(id.as_bytes());
-            self.ops.delete(k);
+            self.ops.delete_posting(k);
         }
         if let Some(t) = d.expires_at_ms {
             self.ops.delete(expiring_key(p, t, id));
@@ -252,7 +252,7 @@ impl Staging<'_> {
             if let Some(e) = d.expires_at_ms {
                 posting.extend_from_slice(&e.to_le_bytes());
             }
-            self.ops.put(k, posting);
+            self.ops.put_posting(k, posting);
         }
         if let Some(t) = d.expires_at_ms {
             let mut v = d.dl.to_le_bytes().to_vec();
@@ -287,7 +287,7 @@ impl Staging<'_> {
                 self.ops.put(key, v);
             }
         }
-        self.ops.apply(batch, self.cf);
+        self.ops.apply(self.ctx, batch, self.cf);
         Ok(())
     }
 }

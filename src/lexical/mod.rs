@@ -372,7 +372,7 @@ impl Engine {
         q: &KeywordQuery,
         now: i64,
     ) -> Result<Vec<KeywordSearchResult>> {
-        let snap = self.store.snapshot();
+        let snap = self.read_snapshot()?;
         let ranked = self.keyword_ranked(&snap, ns, q, now)?;
         self.fetch_hits(&snap, ns, ranked)
     }

@@ -710,7 +710,8 @@ mod tests {
         e.id = Uuid::from_u128(999);
         let _w = m.write_lock.lock();
         let snap = m.store.snapshot();
-        let ctx = IndexWrite { store: &m.store, snap: &snap, prefix: &ns.prefix(), now: 0 };
+        let prefix = ns.prefix();
+        let ctx = IndexWrite::new(&m.store, &snap, &prefix, 0);
         let mut batch = WriteBatch::default();
         let stage = m.vectors.stage_vectors(&ctx, &[&e], &mut batch).unwrap();
         assert!(!batch.is_empty());

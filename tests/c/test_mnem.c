@@ -530,7 +530,8 @@ static void test_open(void) {
   CHECK(len == need);
   stats[len < sizeof stats ? len : sizeof stats - 1] = '\0';
   CHECK(strstr(stats, "\"cache_bytes\":8388608") != NULL);
-  CHECK(strstr(stats, "\"opened_format\":2") != NULL);
+  CHECK(strstr(stats, "\"opened_format\":3") != NULL);
+  CHECK(strstr(stats, "\"journal_replayed\":0") != NULL);
   CHECK(strstr(stats, "\"block_cache\":{\"budget_bytes\":2097152") != NULL);
   EXPECT(mnem_stats(NULL, (uint8_t *)stats, sizeof stats, &len, &err), INVAL);
   mnem_free(s);

@@ -74,7 +74,8 @@ def test_cache_bytes_option_and_stats(store_dir):
     assert st["cache_bytes"] == 8 << 20
     assert st["block_cache"]["budget_bytes"] == 2 << 20
     assert st["graph_cache"]["budget_bytes"] == 6 << 20
-    assert st["format"] == st["opened_format"] == 2
+    assert st["format"] == st["opened_format"] == 3
+    assert st["journal_replayed"] == 0
     with mnem.Store(store_dir) as s:
         assert ids(s.search(APP, USER, "hello")) == ["e1"]
         st = s.stats()
