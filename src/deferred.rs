@@ -37,27 +37,64 @@ pub(crate) fn journal_key(seq: u64) -> Vec<u8> {
     [JOURNAL_PREFIX, &seq.to_be_bytes()].concat()
 }
 
-/// One key change: a put (`Some(value)`) or a delete.
-pub(crate) type Op = (Vec<u8>, Option<Vec<u8>>);
+/// Posting changes as a write stages them: every key and value in one buffer, since a
+/// write stages hundreds (an allocation each would cost more than the rest of staging).
+#[derive(Default)]
+pub(crate) struct Postings {
+    bytes: Vec<u8>,
+    /// Where each change's key starts in `bytes`, its length, and its value's length (the
+    /// value follows the key), or `None` for a delete.
+    ops: Vec<(usize, u32, Option<u32>)>,
+}
 
-/// Encode `ops` as a run: sorted by key, stably, so that a key's later op stays later.
-pub(crate) fn encode_run(mut ops: Vec<Op>) -> Vec<u8> {
-    ops.sort_by(|a, b| a.0.cmp(&b.0));
-    let size: usize = ops.iter().map(|(k, v)| 9 + k.len() + v.as_ref().map_or(0, Vec::len)).sum();
-    let mut run = Vec::with_capacity(size);
-    for (k, v) in &ops {
-        run.extend_from_slice(&len32(k.len()).to_le_bytes());
-        run.extend_from_slice(k);
-        match v {
-            Some(v) => {
-                run.push(1);
-                run.extend_from_slice(&len32(v.len()).to_le_bytes());
-                run.extend_from_slice(v);
-            }
-            None => run.push(0),
+impl Postings {
+    /// Add a change: `key` appends the key's bytes to the buffer it is given.
+    pub fn push(&mut self, key: impl FnOnce(&mut Vec<u8>), value: Option<&[u8]>) {
+        let start = self.bytes.len();
+        key(&mut self.bytes);
+        let klen = len32(self.bytes.len() - start);
+        if let Some(v) = value {
+            self.bytes.extend_from_slice(v);
         }
+        self.ops.push((start, klen, value.map(|v| len32(v.len()))));
     }
-    run
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Add `other`'s changes after these.
+    pub fn append(&mut self, other: Postings) {
+        let shift = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes);
+        self.ops.extend(other.ops.into_iter().map(|(s, k, v)| (s + shift, k, v)));
+    }
+
+    fn key(&self, op: &(usize, u32, Option<u32>)) -> &[u8] {
+        &self.bytes[op.0..op.0 + op.1 as usize]
+    }
+
+    /// Encode as a run: sorted by key, stably, so that a key's later change stays later.
+    pub fn into_run(mut self) -> Vec<u8> {
+        let mut ops = std::mem::take(&mut self.ops);
+        ops.sort_by(|a, b| self.key(a).cmp(self.key(b)));
+        let mut run = Vec::with_capacity(self.bytes.len() + 9 * ops.len());
+        for op in &ops {
+            let (start, klen, vlen) = *op;
+            let key_end = start + klen as usize;
+            run.extend_from_slice(&klen.to_le_bytes());
+            run.extend_from_slice(&self.bytes[start..key_end]);
+            match vlen {
+                Some(n) => {
+                    run.push(1);
+                    run.extend_from_slice(&n.to_le_bytes());
+                    run.extend_from_slice(&self.bytes[key_end..key_end + n as usize]);
+                }
+                None => run.push(0),
+            }
+        }
+        run
+    }
 }
 
 fn len32(n: usize) -> u32 {
@@ -251,7 +288,9 @@ impl Deferred {
 mod tests {
     use super::*;
 
-    fn ops(run: &[u8]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    type Op = (Vec<u8>, Option<Vec<u8>>);
+
+    fn ops(run: &[u8]) -> Vec<Op> {
         RunOps::new(run).map(|o| o.map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))).collect::<Result<_>>().unwrap()
     }
 
@@ -261,6 +300,18 @@ mod tests {
 
     fn del(k: &str) -> Op {
         (k.as_bytes().to_vec(), None)
+    }
+
+    /// A run of `ops` staged in two writes' worth of `Postings`.
+    fn encode_run(ops: Vec<Op>) -> Vec<u8> {
+        let (mut first, mut second) = (Postings::default(), Postings::default());
+        let half = ops.len() / 2;
+        for (i, (k, v)) in ops.iter().enumerate() {
+            let p = if i < half { &mut first } else { &mut second };
+            p.push(|b| b.extend_from_slice(k), v.as_deref());
+        }
+        first.append(second);
+        first.into_run()
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //!   read key by key (a graph) is loaded into `cache::Cache`, least recently used out first,
 //!   and reloaded from its keys; `publish` updates a loaded copy once the batch is committed.
 
-use crate::deferred::Op;
+use crate::deferred::Postings;
 use crate::error::Result;
 use crate::record::Episode;
 use crate::store::Store;
@@ -28,12 +28,12 @@ pub(crate) struct IndexWrite<'a> {
     pub prefix: &'a [u8],
     pub now: i64,
     /// Posting changes, written behind the batch (`crate::deferred`).
-    pub postings: RefCell<Vec<Op>>,
+    pub postings: RefCell<Postings>,
 }
 
 impl<'a> IndexWrite<'a> {
     pub fn new(store: &'a Store, snap: &'a Snapshot<'a>, prefix: &'a [u8], now: i64) -> IndexWrite<'a> {
-        IndexWrite { store, snap, prefix, now, postings: RefCell::new(Vec::new()) }
+        IndexWrite { store, snap, prefix, now, postings: RefCell::new(Postings::default()) }
     }
 }
 
@@ -53,8 +53,8 @@ pub(crate) struct Placement {
 /// last ended).
 #[derive(Default)]
 pub(crate) struct KeyOps {
-    now: Vec<Op>,
-    postings: Vec<Op>,
+    now: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    postings: Postings,
 }
 
 impl KeyOps {
@@ -66,12 +66,13 @@ impl KeyOps {
         self.now.push((key, None));
     }
 
-    pub fn put_posting(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        self.postings.push((key, Some(value)));
+    /// A posting put: `key` appends the key's bytes.
+    pub fn put_posting(&mut self, key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
+        self.postings.push(key, Some(value));
     }
 
-    pub fn delete_posting(&mut self, key: Vec<u8>) {
-        self.postings.push((key, None));
+    pub fn delete_posting(&mut self, key: impl FnOnce(&mut Vec<u8>)) {
+        self.postings.push(key, None);
     }
 
     /// Add the changes to `batch`, and the postings to those `ctx` writes behind it.
@@ -85,7 +86,7 @@ impl KeyOps {
                 None => batch.delete_cf(cf, k),
             }
         }
-        ctx.postings.borrow_mut().append(&mut self.postings);
+        ctx.postings.borrow_mut().append(self.postings);
     }
 }
 

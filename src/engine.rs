@@ -174,7 +174,7 @@ impl Engine {
         if postings.is_empty() {
             self.store.write(batch)?;
         } else {
-            let run = deferred::encode_run(postings);
+            let run = postings.into_run();
             if d.bytes() + run.len() > deferred::LIMIT {
                 // Everything held, with this write's postings, in one sorted batch.
                 d.stage_all(&self.store, Some(&run), &mut batch)?;

@@ -81,15 +81,19 @@ impl Place {
 
 fn key(prefix: &[u8], tag: u8, parts: &[&[u8]], place: Option<&Place>) -> Vec<u8> {
     let mut k = Vec::with_capacity(prefix.len() + 64);
+    key_into(&mut k, prefix, tag, parts, place);
+    k
+}
+
+fn key_into(k: &mut Vec<u8>, prefix: &[u8], tag: u8, parts: &[&[u8]], place: Option<&Place>) {
     k.extend_from_slice(prefix);
     k.push(tag);
     for p in parts {
         k.extend_from_slice(p);
     }
     if let Some(p) = place {
-        p.push_to(&mut k);
+        p.push_to(k);
     }
-    k
 }
 
 fn len_be(s: &str) -> [u8; 4] {
@@ -266,10 +270,10 @@ fn remove(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], d: &Doc) {
     ops.delete(key(prefix, ENTRY, &[], place));
     ops.delete(key(prefix, MEMID, &[&len_be(&d.memory_id), d.memory_id.as_bytes()], place));
     for w in &d.words {
-        ops.delete_posting(key(prefix, WORD, &[&len_be(w), w.as_bytes()], place));
+        ops.delete_posting(|k| key_into(k, prefix, WORD, &[&len_be(w), w.as_bytes()], place));
     }
     for c in &d.chars {
-        ops.delete_posting(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], place));
+        ops.delete_posting(|k| key_into(k, prefix, CHAR, &[&(*c as u32).to_be_bytes()], place));
     }
     if !d.chars.is_empty() {
         ops.delete(key(prefix, HAYSTACK, &[], place));
@@ -292,10 +296,10 @@ fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Plac
     ops.put(key(prefix, MEMID, &[&len_be(mid), mid.as_bytes()], at), e.id.as_bytes().to_vec());
     let posting = posting_value(e.expires_at_ms);
     for w in &words {
-        ops.put_posting(key(prefix, WORD, &[&len_be(w), w.as_bytes()], at), posting.clone());
+        ops.put_posting(|k| key_into(k, prefix, WORD, &[&len_be(w), w.as_bytes()], at), &posting);
     }
     for c in &chars {
-        ops.put_posting(key(prefix, CHAR, &[&(*c as u32).to_be_bytes()], at), posting.clone());
+        ops.put_posting(|k| key_into(k, prefix, CHAR, &[&(*c as u32).to_be_bytes()], at), &posting);
     }
     if !chars.is_empty() {
         ops.put(key(prefix, HAYSTACK, &[], at), haystack.into_bytes());

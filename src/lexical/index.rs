@@ -180,6 +180,14 @@ fn stats_for(f: &Filter<'_>) -> Vec<u8> {
     }
 }
 
+/// `prefix POSTING u32be(len) term uuid`: one document's posting of a term.
+fn posting_key_into(k: &mut Vec<u8>, prefix: &[u8], term: &str, id: &Uuid) {
+    k.extend_from_slice(prefix);
+    k.push(POSTING);
+    push_be_bytes(k, term.as_bytes());
+    k.extend_from_slice(id.as_bytes());
+}
+
 fn term_prefix(prefix: &[u8], term: &str) -> Vec<u8> {
     let mut rest = Vec::with_capacity(4 + term.len());
     push_be_bytes(&mut rest, term.as_bytes());
@@ -230,9 +238,7 @@ impl Staging<'_> {
         let p = self.ctx.prefix;
         self.ops.delete(keys::index_key(p, DOC, id.as_bytes()));
         for (t, _) in &d.terms {
-            let mut k = term_prefix(p, t);
-            k.extend_from_slice(id.as_bytes());
-            self.ops.delete_posting(k);
+            self.ops.delete_posting(|k| posting_key_into(k, p, t, id));
         }
         if let Some(t) = d.expires_at_ms {
             self.ops.delete(expiring_key(p, t, id));
@@ -244,15 +250,17 @@ impl Staging<'_> {
         let p = self.ctx.prefix;
         self.ops.put(keys::index_key(p, DOC, id.as_bytes()), d.encode());
         for (t, f) in &d.terms {
-            let mut k = term_prefix(p, t);
-            k.extend_from_slice(id.as_bytes());
-            let mut posting = Vec::with_capacity(20);
-            posting.extend_from_slice(&f.to_le_bytes());
-            posting.extend_from_slice(&d.dl.to_le_bytes());
-            if let Some(e) = d.expires_at_ms {
-                posting.extend_from_slice(&e.to_le_bytes());
-            }
-            self.ops.put_posting(k, posting);
+            let mut posting = [0u8; 20];
+            posting[..4].copy_from_slice(&f.to_le_bytes());
+            posting[4..12].copy_from_slice(&d.dl.to_le_bytes());
+            let len = match d.expires_at_ms {
+                Some(e) => {
+                    posting[12..].copy_from_slice(&e.to_le_bytes());
+                    20
+                }
+                None => 12,
+            };
+            self.ops.put_posting(|k| posting_key_into(k, p, t, id), &posting[..len]);
         }
         if let Some(t) = d.expires_at_ms {
             let mut v = d.dl.to_le_bytes().to_vec();
