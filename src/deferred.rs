@@ -6,10 +6,11 @@
 //! long sorted runs, each continues where the one before ended. So a write does not put its
 //! posting changes in the `index` column family. It encodes them as one sorted *run*, puts
 //! the run in the `meta` column family as a journal entry, in the same atomic batch as its
-//! records and its other index keys, and keeps the run in memory (`Deferred`). The runs held
+//! records and its other index keys, and keeps the run in memory (`Behind`). The runs held
 //! are merged and written to the `index` column family, with their journal entries deleted,
-//! in one batch, when they reach `LIMIT` bytes, before anything reads postings
-//! (`Engine::read_snapshot`) and when the store closes.
+//! in one batch: by a background thread once `LIMIT` bytes wait (writes go on meanwhile),
+//! and inline before anything reads postings (`Behind::read_snapshot`) and when the store
+//! closes.
 //!
 //! - A crash loses only the memory copy: the next read-write open writes the journal's runs
 //!   to the index (`Engine::open`).
@@ -22,9 +23,15 @@
 
 use crate::error::{Error, Result};
 use crate::store::{Store, CF_INDEX, CF_META};
-use rocksdb::WriteBatch;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use rocksdb::{Snapshot, WriteBatch};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::ops::Range;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// Bytes of runs held before they are written to the index: about 3,000 ADK events of
 /// postings, so that a term's postings meet in runs of dozens while memory stays small.
@@ -214,12 +221,7 @@ pub(crate) fn overlay(journal: &[(u64, Vec<u8>)]) -> Result<BTreeMap<Vec<u8>, Op
 
 /// Stage writing `runs` to the index column family and deleting the journal entries
 /// `seqs` (a range of sequence numbers) into `batch`.
-pub(crate) fn stage_runs(
-    store: &Store,
-    runs: &[&[u8]],
-    seqs: std::ops::Range<u64>,
-    batch: &mut WriteBatch,
-) -> Result<()> {
+pub(crate) fn stage_runs(store: &Store, runs: &[&[u8]], seqs: Range<u64>, batch: &mut WriteBatch) -> Result<()> {
     let index = store.cf(CF_INDEX);
     merge(runs, |k, v| match v {
         Some(v) => batch.put_cf(index, k, v),
@@ -232,55 +234,174 @@ pub(crate) fn stage_runs(
     Ok(())
 }
 
-/// The runs a writer holds: journaled, not yet in the index column family.
-#[derive(Default)]
-pub(crate) struct Deferred {
-    runs: Vec<Vec<u8>>,
-    bytes: usize,
-    /// The journal entries of `runs`: `first_seq..next_seq`.
-    first_seq: u64,
-    next_seq: u64,
+/// A writer's runs: journaled, not yet in the index column family, and the thread that
+/// moves them there. Every commit holds `held` while it writes, so a reader holding it sees
+/// no write in flight.
+pub(crate) struct Behind {
+    store: Arc<Store>,
+    held: Mutex<Held>,
+    /// Signalled when a mover thread ends.
+    moved: Condvar,
+    /// `LIMIT`, lowered by tests so that moves happen often.
+    limit: AtomicUsize,
+    /// Odd while runs are held; changed under `held` before the write that starts holding
+    /// some and after the write that moves the last (`read_snapshot`).
+    generation: AtomicU64,
 }
 
-impl Deferred {
+#[derive(Default)]
+struct Held {
+    /// Journal entries `first_seq..next_seq`, in order.
+    runs: VecDeque<Arc<Vec<u8>>>,
+    bytes: usize,
+    first_seq: u64,
+    next_seq: u64,
+    /// The leading runs a mover thread is writing to the index, and their bytes.
+    moving: usize,
+    moving_bytes: usize,
+    mover: Option<JoinHandle<()>>,
+}
+
+impl Behind {
     /// Nothing held; the next journal entry is `next_seq`.
-    pub fn starting_at(next_seq: u64) -> Deferred {
-        Deferred { first_seq: next_seq, next_seq, ..Deferred::default() }
+    pub fn new(store: Arc<Store>, next_seq: u64) -> Arc<Behind> {
+        let held = Held { first_seq: next_seq, next_seq, ..Held::default() };
+        Arc::new(Behind {
+            store,
+            held: Mutex::new(held),
+            moved: Condvar::new(),
+            limit: AtomicUsize::new(LIMIT),
+            generation: AtomicU64::new(0),
+        })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.runs.is_empty()
+    /// Commit `batch` and journal `run` (this write's postings) in it. Once `LIMIT` bytes of
+    /// runs wait, a mover thread writes them to the index while writes go on; if the
+    /// previous mover has not finished by the next `LIMIT`, the write waits for it.
+    pub fn commit(self: &Arc<Self>, mut batch: WriteBatch, run: Option<Vec<u8>>) -> Result<()> {
+        let mut h = self.held.lock();
+        let Some(run) = run else { return self.store.write(batch) };
+        let was_empty = h.runs.is_empty();
+        if was_empty {
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
+        batch.put_cf(self.store.cf(CF_META), journal_key(h.next_seq), &run);
+        if let Err(e) = self.store.write(batch) {
+            if was_empty {
+                self.generation.fetch_add(1, Ordering::SeqCst);
+            }
+            return Err(e);
+        }
+        h.bytes += run.len();
+        h.runs.push_back(Arc::new(run));
+        h.next_seq += 1;
+        let limit = self.limit.load(Ordering::Relaxed);
+        if h.bytes - h.moving_bytes >= limit {
+            while h.moving > 0 {
+                self.moved.wait(&mut h);
+            }
+            // A search may have written every run while this write waited.
+            if h.bytes >= limit {
+                self.start_mover(&mut h);
+            }
+        }
+        Ok(())
     }
 
-    pub fn bytes(&self) -> usize {
-        self.bytes
+    fn start_mover(self: &Arc<Self>, h: &mut Held) {
+        // Called with nothing moving: the last mover is past its only use of `held` and
+        // ends without waiting for anything.
+        if let Some(done) = h.mover.take() {
+            let _ = done.join();
+        }
+        let runs: Vec<Arc<Vec<u8>>> = h.runs.iter().cloned().collect();
+        (h.moving, h.moving_bytes) = (runs.len(), h.bytes);
+        let this = Arc::clone(self);
+        let seqs = h.first_seq..h.first_seq + runs.len() as u64;
+        let spawned = std::thread::Builder::new().name("mnem-postings".into()).spawn(move || {
+            let written = std::panic::catch_unwind(AssertUnwindSafe(|| this.write_runs(&runs, seqs)));
+            let mut h = this.held.lock();
+            if matches!(written, Ok(Ok(()))) {
+                this.moved_out(&mut h, runs.len());
+            }
+            // A failed move leaves the runs held: the next settle writes them.
+            (h.moving, h.moving_bytes) = (0, 0);
+            this.moved.notify_all();
+        });
+        match spawned {
+            Ok(t) => h.mover = Some(t),
+            // No thread to spare: the runs wait for the next settle.
+            Err(_) => (h.moving, h.moving_bytes) = (0, 0),
+        }
     }
 
-    /// The journal key the next run is written under.
-    pub fn next_key(&self) -> Vec<u8> {
-        journal_key(self.next_seq)
+    fn write_runs(&self, runs: &[Arc<Vec<u8>>], seqs: Range<u64>) -> Result<()> {
+        let refs: Vec<&[u8]> = runs.iter().map(|r| r.as_slice()).collect();
+        let mut b = WriteBatch::default();
+        stage_runs(&self.store, &refs, seqs, &mut b)?;
+        self.store.write(b)
     }
 
-    /// Stage writing every run held, then `extra` (not journaled), to the index, and
-    /// deleting the held runs' journal entries.
-    pub fn stage_all(&self, store: &Store, extra: Option<&[u8]>, batch: &mut WriteBatch) -> Result<()> {
-        let mut runs: Vec<&[u8]> = self.runs.iter().map(Vec::as_slice).collect();
-        runs.extend(extra);
-        stage_runs(store, &runs, self.first_seq..self.next_seq, batch)
+    /// The first `n` runs are in the index.
+    fn moved_out(&self, h: &mut Held, n: usize) {
+        for run in h.runs.drain(..n) {
+            h.bytes -= run.len();
+        }
+        h.first_seq += n as u64;
+        if h.runs.is_empty() {
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
-    /// `run` was committed under `next_key`.
-    pub fn journaled(&mut self, run: Vec<u8>) {
-        self.bytes += run.len();
-        self.runs.push(run);
-        self.next_seq += 1;
+    /// Write every held run to the index now (after a running mover ends).
+    pub fn settle(&self) -> Result<()> {
+        self.settle_held(&mut self.held.lock())
     }
 
-    /// `stage_all`'s batch was committed.
-    pub fn written(&mut self) {
-        self.runs.clear();
-        self.bytes = 0;
-        self.first_seq = self.next_seq;
+    fn settle_held(&self, h: &mut MutexGuard<'_, Held>) -> Result<()> {
+        while h.moving > 0 {
+            self.moved.wait(h);
+        }
+        if h.runs.is_empty() {
+            return Ok(());
+        }
+        let runs: Vec<Arc<Vec<u8>>> = h.runs.iter().cloned().collect();
+        self.write_runs(&runs, h.first_seq..h.next_seq)?;
+        let n = h.runs.len();
+        self.moved_out(h, n);
+        Ok(())
+    }
+
+    /// A snapshot in which every acknowledged write's postings are in the index: what every
+    /// read of postings starts from. With no run held (`generation` even and unchanged
+    /// across the snapshot) it takes no lock; else it writes them first. A caller may hold
+    /// a graph's read lock: writers take `held` only after their graph changes are staged,
+    /// and the mover takes no other lock.
+    pub fn read_snapshot(&self) -> Result<Snapshot<'_>> {
+        let g = self.generation.load(Ordering::SeqCst);
+        if g.is_multiple_of(2) {
+            let snap = self.store.snapshot();
+            if self.generation.load(Ordering::SeqCst) == g {
+                return Ok(snap);
+            }
+        }
+        let mut h = self.held.lock();
+        self.settle_held(&mut h)?;
+        Ok(self.store.snapshot())
+    }
+
+    pub fn set_limit(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Write what is held and wait for the mover thread: the store may then close.
+    pub fn close(&self) -> Result<()> {
+        let mut h = self.held.lock();
+        let settled = self.settle_held(&mut h);
+        if let Some(done) = h.mover.take() {
+            let _ = done.join();
+        }
+        settled
     }
 }
 

@@ -6,20 +6,20 @@
 
 use crate::adk::index::AdkSearchIndex;
 use crate::cache::{Cache, CacheStats};
-use crate::deferred::{self, Deferred};
+use crate::deferred::{self, Behind};
 use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::episodes::Pending;
 use crate::error::Result;
 use crate::lexical::index::Bm25Index;
 use crate::record::Episode;
-use crate::store::{now_ms, OpenOptions, Store, CF_META, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
+use crate::store::{now_ms, OpenOptions, Store, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
 use crate::vector::VectorIndex;
 use parking_lot::Mutex;
 use rocksdb::{Snapshot, WriteBatch};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 pub(crate) struct Engine {
-    pub store: Store,
+    pub store: Arc<Store>,
     /// Serializes writers: each write reads, decides and commits one batch without another
     /// writer in between (revisions, dedup, bucket order and index counters depend on it).
     pub write_lock: Mutex<()>,
@@ -28,12 +28,9 @@ pub(crate) struct Engine {
     pub vectors: VectorIndex,
     /// Namespaces whose indexes this open built from their records (an older store's upgrade).
     pub indexes_built: u64,
-    /// Posting changes journaled but not yet in the index (`crate::deferred`). Held by every
-    /// commit during its write, so that a reader holding it sees no write in flight.
-    deferred: Mutex<Deferred>,
-    /// Odd while `deferred` holds postings; changed under `deferred` before a write that
-    /// starts holding some and after the write that empties it (`read_snapshot`).
-    generation: AtomicU64,
+    /// Posting changes journaled but not yet in the index, and their mover
+    /// (`crate::deferred`).
+    behind: Arc<Behind>,
     /// Journal entries found at open (a writer that stopped without writing them).
     pub journal_replayed: u64,
 }
@@ -87,52 +84,33 @@ impl Engine {
                 store.write(b)?;
             }
         }
+        let store = Arc::new(store);
         Ok(Engine {
+            behind: Behind::new(Arc::clone(&store), next_seq),
             store,
             write_lock: Mutex::new(()),
             bm25: Bm25Index,
             adk: AdkSearchIndex,
             vectors: VectorIndex::new(Cache::new(opts.cache_bytes - opts.block_cache_bytes())),
             indexes_built: 0,
-            deferred: Mutex::new(Deferred::starting_at(next_seq)),
-            generation: AtomicU64::new(0),
             journal_replayed: journal.len() as u64,
         })
     }
 
+    /// Move held postings to the index once `bytes` of them wait (tests: many moves).
+    pub fn set_postings_limit(&self, bytes: usize) {
+        self.behind.set_limit(bytes);
+    }
+
     /// Write the postings held behind earlier writes to the index.
     pub fn settle(&self) -> Result<()> {
-        self.write_deferred(&mut self.deferred.lock())
+        self.behind.settle()
     }
 
-    fn write_deferred(&self, d: &mut Deferred) -> Result<()> {
-        if d.is_empty() {
-            return Ok(());
-        }
-        let mut b = WriteBatch::default();
-        d.stage_all(&self.store, None, &mut b)?;
-        self.store.write(b)?;
-        d.written();
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-
-    /// A snapshot in which every acknowledged write's postings are in the index: what every
-    /// read of postings starts from. Without postings held (`generation` even and unchanged
-    /// across the snapshot) it takes no lock; else it writes them first. Lock order: a
-    /// caller may hold a graph's read lock (writers take `deferred` only after their graph
-    /// changes are staged).
+    /// A snapshot in which every acknowledged write's postings are in the index
+    /// (`deferred::Behind::read_snapshot`): what every read of postings starts from.
     pub fn read_snapshot(&self) -> Result<Snapshot<'_>> {
-        let g = self.generation.load(Ordering::SeqCst);
-        if g.is_multiple_of(2) {
-            let snap = self.store.snapshot();
-            if self.generation.load(Ordering::SeqCst) == g {
-                return Ok(snap);
-            }
-        }
-        let mut d = self.deferred.lock();
-        self.write_deferred(&mut d)?;
-        Ok(self.store.snapshot())
+        self.behind.read_snapshot()
     }
 
     pub fn stats(&self) -> Stats {
@@ -170,35 +148,7 @@ impl Engine {
         let adk = self.adk.stage(ctx, staged, placement, &mut batch)?;
         let vectors = self.vectors.stage(ctx, staged, placement, &mut batch)?;
         let postings = ctx.postings.take();
-        let mut d = self.deferred.lock();
-        if postings.is_empty() {
-            self.store.write(batch)?;
-        } else {
-            let run = postings.into_run();
-            if d.bytes() + run.len() > deferred::LIMIT {
-                // Everything held, with this write's postings, in one sorted batch.
-                d.stage_all(&self.store, Some(&run), &mut batch)?;
-                self.store.write(batch)?;
-                if !d.is_empty() {
-                    d.written();
-                    self.generation.fetch_add(1, Ordering::SeqCst);
-                }
-            } else {
-                let was_empty = d.is_empty();
-                if was_empty {
-                    self.generation.fetch_add(1, Ordering::SeqCst);
-                }
-                batch.put_cf(self.store.cf(CF_META), d.next_key(), &run);
-                let written = self.store.write(batch);
-                if written.is_ok() {
-                    d.journaled(run);
-                } else if was_empty {
-                    self.generation.fetch_add(1, Ordering::SeqCst);
-                }
-                written?;
-            }
-        }
-        drop(d);
+        self.behind.commit(batch, (!postings.is_empty()).then(|| postings.into_run()))?;
         Bm25Index::publish(bm25);
         AdkSearchIndex::publish(adk);
         VectorIndex::publish(vectors);
@@ -210,6 +160,6 @@ impl Drop for Engine {
     /// A clean close leaves no journal: the postings held are written to the index (if that
     /// fails, the next open writes them from the journal).
     fn drop(&mut self) {
-        let _ = self.settle();
+        let _ = self.behind.close();
     }
 }

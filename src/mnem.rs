@@ -42,6 +42,13 @@ impl Mnem {
         self.engine.store.flush()
     }
 
+    /// Tests only: move postings written behind into the index once `bytes` of them wait
+    /// (4 MiB otherwise), so that moves run often.
+    #[doc(hidden)]
+    pub fn set_postings_limit_for_test(&self, bytes: usize) {
+        self.engine.set_postings_limit(bytes);
+    }
+
     pub fn stats(&self) -> Stats {
         self.engine.stats()
     }
