@@ -228,6 +228,8 @@ impl<'s> Pending<'s> {
 
     /// Create or update `input`; returns the id.
     pub fn upsert(&mut self, input: EpisodeInput, now: i64) -> Result<Uuid> {
+        // A UUID made here is new: no earlier revision to look up.
+        let fresh = input.id.is_none();
         let id = input.id.unwrap_or_else(Uuid::now_v7);
         if input.episode_type == MEMORY_TYPE {
             let memory_id = memory_id(input.event_id.as_deref(), &id);
@@ -237,7 +239,7 @@ impl<'s> Pending<'s> {
                 )));
             }
         }
-        let prev = self.prior(&id)?;
+        let prev = if fresh { None } else { self.prior(&id)? };
         let (revision, created) = match &prev {
             Some(p) if p.deleted => {
                 return Err(Error::invalid(format!("episode {id} was deleted; deleted ids are never reused")))

@@ -173,8 +173,11 @@ impl<'m> AdkWrite<'m> {
 
     /// Stage a new event episode (line `line` of the batch) at `(bucket, seq)`.
     fn append(&mut self, line: usize, input: EpisodeInput, bucket: u32, seq: u64) -> Result<Uuid> {
-        let what = format!("{}: event {:?}", line_context(line), input.event_id.as_deref().unwrap_or_default());
-        let id = self.pending.upsert(input, self.now).map_err(|e| e.context(what))?;
+        let event_id = input.event_id.clone().unwrap_or_default();
+        let id = self
+            .pending
+            .upsert(input, self.now)
+            .map_err(|e| e.context(format!("{}: event {event_id:?}", line_context(line))))?;
         self.adk_put(adk_tag::ORDER, &keys::order_suffix(bucket, seq), id.as_bytes());
         self.placement.places.insert(id, (bucket, seq));
         Ok(id)
