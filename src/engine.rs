@@ -9,7 +9,7 @@ use crate::cache::{Cache, CacheStats};
 use crate::deferred::{self, Behind};
 use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::episodes::Pending;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lexical::index::Bm25Index;
 use crate::record::Episode;
 use crate::store::{now_ms, OpenOptions, Store, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
@@ -73,7 +73,10 @@ impl Engine {
     /// read into its overlay.
     pub fn over(mut store: Store, opts: OpenOptions) -> Result<Engine> {
         let journal = deferred::read_journal(&store)?;
-        let next_seq = journal.last().map_or(0, |(seq, _)| seq + 1);
+        let next_seq = match journal.last() {
+            Some((seq, _)) => seq.checked_add(1).ok_or_else(|| Error::corruption("a journal key is malformed"))?,
+            None => 0,
+        };
         if !journal.is_empty() {
             if store.is_read_only() {
                 store.set_index_overlay(deferred::overlay(&journal)?);

@@ -404,3 +404,22 @@ fn a_view_beside_a_writer_sees_the_postings_it_holds() {
     drop(reopened);
     std::fs::remove_dir_all(&path).unwrap();
 }
+
+/// A damaged journal entry of held postings is CORRUPTION: `check` reports it, and an open,
+/// which would write it to the index, refuses to.
+#[test]
+fn a_damaged_journal_entry_is_corruption() {
+    let path = tempdir("journal-damage");
+    let m = open(&path);
+    m.add_session(&Namespace::new("app", "u"), "s1", &ev("e1", 1.0, "heron")).unwrap();
+    assert!(m.check(&mut |_| {}).problem.is_none());
+    let key = [b"journal/".as_slice(), &1_000_000u64.to_be_bytes()].concat();
+    m.store().put_raw_for_test("meta", &key, &[9, 0, 0, 0, b'k']).unwrap();
+    let problem = m.check(&mut |_| {}).problem.expect("the damaged entry is found");
+    assert_eq!(problem.status, mnem::Status::Corruption);
+    assert!(problem.message.contains("journal entry"), "{}", problem.message);
+    drop(m);
+    let e = Mnem::open(&path, OpenOptions::default()).err().expect("the open refuses the damaged journal");
+    assert_eq!(e.status, mnem::Status::Corruption, "{}", e.message);
+    std::fs::remove_dir_all(&path).unwrap();
+}

@@ -1,6 +1,7 @@
 //! Integrity check: read every key of every column family with RocksDB's block checksums
 //! verified, and parse every episode record, reporting counts and the first problem.
 
+use crate::deferred;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::record::RecordView;
@@ -82,6 +83,11 @@ impl Engine {
                     .ok_or_else(|| Error::corruption("an episode key is too short"))?;
                 RecordView::parse(id, v).map_err(|e| e.context(format!("episode {id}")))?;
                 r.episodes += 1;
+            }
+            if cf == CF_META && k.starts_with(deferred::JOURNAL_PREFIX) {
+                for op in deferred::RunOps::new(v) {
+                    op.map_err(|e| e.context(format!("journal entry {}", String::from_utf8_lossy(k))))?;
+                }
             }
             if r.keys[i].is_multiple_of(4096) {
                 progress(r.bytes);
