@@ -117,7 +117,8 @@ fn compact_erases_what_deletes_left_in_the_files() {
     assert!(!files_contain(&dir, b"zyxdeleted said").is_empty());
     m.compact().unwrap();
     assert_eq!(files_contain(&dir, b"zyxdeleted said"), Vec::<String>::new());
-    assert!(!files_contain(&dir, b"qwvkept said").is_empty(), "the kept session's text is still stored");
+    // One word, not a phrase: LZ4 may split a phrase into a literal and a back-reference.
+    assert!(!files_contain(&dir, b"qwvkept").is_empty(), "the kept session's text is still stored");
     let found: serde_json::Value = serde_json::from_slice(&m.search(&ns, "qwvkept").unwrap()).unwrap();
     assert_eq!(found["memories"].as_array().unwrap().len(), 10);
     drop(m);

@@ -125,8 +125,13 @@ func TestCompactErasesDeletedSessions(t *testing.T) {
 	if f := filesWith(t, dir, "zyxgone marmalade"); len(f) != 0 {
 		t.Fatalf("the deleted text is still in %v after Compact", f)
 	}
-	if len(filesWith(t, dir, "quinceflower jam")) == 0 {
+	// One word, not the phrase: LZ4 may split a phrase into a literal and a back-reference
+	// (about once in 200 stores), while the word is literal in several index keys too.
+	if len(filesWith(t, dir, "quinceflower")) == 0 {
 		t.Fatal("the kept session's text left the files")
+	}
+	if m, err := s.Search(app, "alice", "quinceflower"); err != nil || !eqStrings(memoryIDs(m), []string{"e2"}) {
+		t.Fatalf("the kept session after Compact: %v %v", memoryIDs(m), err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

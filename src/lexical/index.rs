@@ -180,18 +180,23 @@ fn stats_for(f: &Filter<'_>) -> Vec<u8> {
     }
 }
 
-/// `prefix POSTING u32be(len) term uuid`: one document's posting of a term.
-fn posting_key_into(k: &mut Vec<u8>, prefix: &[u8], term: &str, id: &Uuid) {
+/// `prefix POSTING u32be(len) term`: the key prefix of a term's postings.
+fn term_prefix_into(k: &mut Vec<u8>, prefix: &[u8], term: &str) {
     k.extend_from_slice(prefix);
     k.push(POSTING);
     push_be_bytes(k, term.as_bytes());
-    k.extend_from_slice(id.as_bytes());
 }
 
 fn term_prefix(prefix: &[u8], term: &str) -> Vec<u8> {
-    let mut rest = Vec::with_capacity(4 + term.len());
-    push_be_bytes(&mut rest, term.as_bytes());
-    keys::index_key(prefix, POSTING, &rest)
+    let mut k = Vec::with_capacity(prefix.len() + 5 + term.len());
+    term_prefix_into(&mut k, prefix, term);
+    k
+}
+
+/// One document's posting of a term: its term prefix, then the UUID.
+fn posting_key_into(k: &mut Vec<u8>, prefix: &[u8], term: &str, id: &Uuid) {
+    term_prefix_into(k, prefix, term);
+    k.extend_from_slice(id.as_bytes());
 }
 
 fn expiry_sortable(t: i64) -> [u8; 8] {
