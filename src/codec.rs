@@ -62,10 +62,15 @@ impl<'a> Reader<'a> {
         Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
+    /// What `push_bytes` wrote: `u32le(len) ‖ bytes`.
+    pub fn bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
     /// A `u32le(len) ‖ UTF-8` string.
     pub fn str(&mut self) -> Result<&'a str> {
-        let n = self.u32()? as usize;
-        let b = self.take(n)?;
+        let b = self.bytes()?;
         std::str::from_utf8(b).map_err(|_| self.damaged("holds a string that is not UTF-8"))
     }
 

@@ -21,6 +21,7 @@
 //! repeated, keys ascending (a key twice: the later op wins). Its journal key is
 //! `"journal/" ‖ u64be(sequence)`; docs/FORMAT.md has the bytes.
 
+use crate::codec::{push_bytes, Reader};
 use crate::error::{Error, Result};
 use crate::store::{Store, CF_INDEX, CF_META};
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -86,16 +87,13 @@ impl Postings {
         let mut ops = std::mem::take(&mut self.ops);
         ops.sort_by(|a, b| self.key(a).cmp(self.key(b)));
         let mut run = Vec::with_capacity(self.bytes.len() + 9 * ops.len());
-        for op in &ops {
-            let (start, klen, vlen) = *op;
+        for &(start, klen, vlen) in &ops {
             let key_end = start + klen as usize;
-            run.extend_from_slice(&klen.to_le_bytes());
-            run.extend_from_slice(&self.bytes[start..key_end]);
+            push_bytes(&mut run, &self.bytes[start..key_end]);
             match vlen {
                 Some(n) => {
                     run.push(1);
-                    run.extend_from_slice(&n.to_le_bytes());
-                    run.extend_from_slice(&self.bytes[key_end..key_end + n as usize]);
+                    push_bytes(&mut run, &self.bytes[key_end..key_end + n as usize]);
                 }
                 None => run.push(0),
             }
@@ -109,37 +107,18 @@ fn len32(n: usize) -> u32 {
 }
 
 /// The ops of a run, in order; a malformed run is CORRUPTION.
-pub(crate) struct RunOps<'a> {
-    rest: &'a [u8],
-}
+pub(crate) struct RunOps<'a>(Reader<'a>);
 
 impl<'a> RunOps<'a> {
     pub fn new(run: &'a [u8]) -> RunOps<'a> {
-        RunOps { rest: run }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.rest.len() < n {
-            return Err(Error::corruption("a journal entry of index postings is truncated"));
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
-    }
-
-    fn len(&mut self) -> Result<usize> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")) as usize)
+        RunOps(Reader::new(run, "a journal entry of index postings"))
     }
 
     fn op(&mut self) -> Result<(&'a [u8], Option<&'a [u8]>)> {
-        let n = self.len()?;
-        let key = self.take(n)?;
-        match self.take(1)?[0] {
+        let key = self.0.bytes()?;
+        match self.0.take(1)?[0] {
             0 => Ok((key, None)),
-            1 => {
-                let n = self.len()?;
-                Ok((key, Some(self.take(n)?)))
-            }
+            1 => Ok((key, Some(self.0.bytes()?))),
             _ => Err(Error::corruption("a journal entry of index postings has an unknown op")),
         }
     }
@@ -149,12 +128,12 @@ impl<'a> Iterator for RunOps<'a> {
     type Item = Result<(&'a [u8], Option<&'a [u8]>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.rest.is_empty() {
+        if self.0.rest.is_empty() {
             return None;
         }
         let op = self.op();
         if op.is_err() {
-            self.rest = &[];
+            self.0.rest = &[];
         }
         Some(op)
     }
@@ -164,25 +143,23 @@ impl<'a> Iterator for RunOps<'a> {
 /// merge, since each run is sorted.
 pub(crate) fn merge<'a>(runs: &[&'a [u8]], mut f: impl FnMut(&'a [u8], Option<&'a [u8]>)) -> Result<()> {
     let mut cursors: Vec<RunOps<'a>> = runs.iter().map(|r| RunOps::new(r)).collect();
-    // (key, run, op): equal keys come out oldest run first, and within a run in order.
+    // (key, run): equal keys come out oldest run first. A run has one op in the heap at a
+    // time, so its equal keys come out in order.
     let mut heap = BinaryHeap::with_capacity(runs.len());
-    let mut order = 0u64;
     for (i, c) in cursors.iter_mut().enumerate() {
         if let Some(op) = c.next() {
             let (k, v) = op?;
-            heap.push(Reverse((k, i, order, v)));
-            order += 1;
+            heap.push(Reverse((k, i, v)));
         }
     }
     let mut last: Option<(&'a [u8], Option<&'a [u8]>)> = None;
-    while let Some(Reverse((k, i, _, v))) = heap.pop() {
+    while let Some(Reverse((k, i, v))) = heap.pop() {
         if let Some(op) = cursors[i].next() {
             let (nk, nv) = op?;
             if nk < k {
                 return Err(Error::corruption("a journal entry of index postings is out of order"));
             }
-            heap.push(Reverse((nk, i, order, nv)));
-            order += 1;
+            heap.push(Reverse((nk, i, nv)));
         }
         match last {
             Some((lk, _)) if lk == k => {}
