@@ -165,6 +165,15 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds this process has used, all threads (user + system; clock ticks of 1/100 s).
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) end with ')'.
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
+    let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -323,8 +332,10 @@ fn worst_word<T>(words: &[String], mut f: impl FnMut(&str) -> T) -> (String, f64
 
 // ---------------------------------------------------------------- adk-cold
 
-/// `add_events` of `lines` in calls of up to 20 events of one session; returns events/s.
-fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> f64 {
+/// `add_events` of `lines` in calls of up to 20 events of one session; returns events/s and
+/// the CPU seconds the process used meanwhile (the writer, the library's background thread
+/// and RocksDB's).
+fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> (f64, f64) {
     let m = open(dir, sync_writes, true);
     let ns = Namespace::new("bench", "user");
     let mut batches: Vec<(String, String)> = Vec::new();
@@ -343,6 +354,7 @@ fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> f64 {
             }
         }
     }
+    let cpu = cpu_s();
     let t = Instant::now();
     let mut added = 0;
     for (i, (sid, body)) in batches.iter().enumerate() {
@@ -354,7 +366,7 @@ fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> f64 {
     m.flush().expect("flush");
     let secs = t.elapsed().as_secs_f64();
     assert_eq!(added as usize, lines.len(), "every event stored");
-    lines.len() as f64 / secs
+    (lines.len() as f64 / secs, cpu_s() - cpu)
 }
 
 fn adk_write(a: &Args) -> Value {
@@ -363,16 +375,16 @@ fn adk_write(a: &Args) -> Value {
     let (qs, top) = query_set(a, &texts(&lines));
     let dir = fresh_dir(a, "adk-store");
     eprintln!("adk-cold: add_events of {n} events");
-    let rate = ingest_events(&dir, &lines, false);
+    let (rate, cpu) = ingest_events(&dir, &lines, false);
     let sync_n = a.sync_n.min(n);
     let sync_dir = fresh_dir(a, "adk-sync-store");
     eprintln!("adk-cold: add_events of {sync_n} events with sync_writes");
-    let sync_rate = ingest_events(&sync_dir, &lines[..sync_n], true);
+    let (sync_rate, _) = ingest_events(&sync_dir, &lines[..sync_n], true);
     done_with(a, &sync_dir);
     let cold = cold_process(a, &[]);
     done_with(a, &dir);
     println!("adk-cold, {n} events in one namespace, {} queries, 20 events per add_events call", qs.len());
-    println!("  ingest: {rate:.0} events/s; with sync_writes ({sync_n} events): {sync_rate:.0} events/s");
+    println!("  ingest: {rate:.0} events/s ({cpu:.1} s of CPU for {:.1} s); with sync_writes ({sync_n} events): {sync_rate:.0} events/s", n as f64 / rate);
     println!("  reopen: open {:.1} ms, first search {:.1} ms", num(&cold["open_ms"]), num(&cold["first_search_ms"]));
     println!(
         "  warm search: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
@@ -389,7 +401,7 @@ fn adk_write(a: &Args) -> Value {
     println!("  VmRSS after the index is built: {} MiB", cold["rss_mib"]);
     json!({
         "scenario": "adk-cold", "n": n, "queries": qs.len(),
-        "ingest_events_per_s": rate.round(), "sync_n": sync_n, "sync_ingest_events_per_s": sync_rate.round(),
+        "ingest_events_per_s": rate.round(), "ingest_cpu_s": cpu, "sync_n": sync_n, "sync_ingest_events_per_s": sync_rate.round(),
         "open_ms": cold["open_ms"], "first_search_ms": cold["first_search_ms"],
         "p50_ms": cold["p50_ms"], "p99_ms": cold["p99_ms"], "max_ms": cold["max_ms"],
         "worst_word": cold["worst_word"], "worst_word_ms": cold["worst_word_ms"], "rss_mib": cold["rss_mib"],
