@@ -21,6 +21,9 @@
 //!   so that the graph stays loaded.
 //! - `namespaces`: `--namespaces` (10,000) namespaces × `--per-ns` (50) events; in a fresh
 //!   process each namespace searched once, VmRSS before and after.
+//! - `beside-writer`: N events (default 100,000), reopened; `search` and `keyword_search`
+//!   p50/p99 over the query set on the idle store, then while a writer thread adds the next
+//!   `--writer-n` (50,000) corpus events to the same namespace without pause.
 //!
 //! The fresh process is this binary run again (`--phase cold`), so nothing is cached
 //! in-process. The corpus is `bench/corpus.py N 7` (generated with `--python`, default
@@ -54,6 +57,7 @@ struct Args {
     centroids: usize,
     namespaces: usize,
     per_ns: usize,
+    writer_n: usize,
     out: PathBuf,
     corpus: Option<PathBuf>,
     python: String,
@@ -73,6 +77,7 @@ fn parse_args() -> Args {
         centroids: 300,
         namespaces: 10_000,
         per_ns: 50,
+        writer_n: 50_000,
         out: PathBuf::from("/tmp/mnem-bench"),
         corpus: None,
         python: "/var/cache/mnem/venv/bin/python".into(),
@@ -91,6 +96,7 @@ fn parse_args() -> Args {
             "--centroids" => a.centroids = num(val()),
             "--namespaces" => a.namespaces = num(val()),
             "--per-ns" => a.per_ns = num(val()),
+            "--writer-n" => a.writer_n = num(val()),
             "--out" => a.out = val().into(),
             "--corpus" => a.corpus = Some(val().into()),
             "--python" => a.python = val(),
@@ -105,8 +111,9 @@ fn parse_args() -> Args {
 
 fn usage(msg: &str) -> ! {
     eprintln!("bench_indexes: {msg}");
-    eprintln!("usage: bench_indexes adk-cold|keyword|hybrid-cold|namespaces [--n N] [--sync-n N] [--queries Q]");
-    eprintln!("       [--dim D] [--centroids C] [--namespaces K] [--per-ns E] [--out DIR] [--corpus FILE]");
+    eprintln!("usage: bench_indexes adk-cold|keyword|hybrid-cold|namespaces|beside-writer [--n N] [--sync-n N]");
+    eprintln!("       [--queries Q] [--dim D] [--centroids C] [--namespaces K] [--per-ns E] [--writer-n W]");
+    eprintln!("       [--out DIR] [--corpus FILE]");
     eprintln!("       [--python PY] [--keep]");
     std::process::exit(2)
 }
@@ -124,6 +131,7 @@ fn main() {
         ("hybrid-cold", true) => hybrid_cold(&a),
         ("namespaces", false) => namespaces_write(&a),
         ("namespaces", true) => namespaces_cold(&a),
+        ("beside-writer", false) => beside_writer(&a),
         ("", _) => usage("no scenario"),
         (s, _) => usage(&format!("unknown scenario {s}")),
     };
@@ -335,9 +343,8 @@ fn worst_word<T>(words: &[String], mut f: impl FnMut(&str) -> T) -> (String, f64
 /// `add_events` of `lines` in calls of up to 20 events of one session; returns events/s and
 /// the CPU seconds the process used meanwhile (the writer, the library's background thread
 /// and RocksDB's).
-fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> (f64, f64) {
-    let m = open(dir, sync_writes, true);
-    let ns = Namespace::new("bench", "user");
+/// The corpus as `add_events` calls: (session_id, up to 20 events of it as JSON Lines).
+fn event_batches(lines: &[String]) -> Vec<(String, String)> {
     let mut batches: Vec<(String, String)> = Vec::new();
     let mut count = 0;
     for l in lines {
@@ -354,6 +361,13 @@ fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> (f64, f64) 
             }
         }
     }
+    batches
+}
+
+fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> (f64, f64) {
+    let m = open(dir, sync_writes, true);
+    let ns = Namespace::new("bench", "user");
+    let batches = event_batches(lines);
     let cpu = cpu_s();
     let t = Instant::now();
     let mut added = 0;
@@ -367,6 +381,90 @@ fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> (f64, f64) 
     let secs = t.elapsed().as_secs_f64();
     assert_eq!(added as usize, lines.len(), "every event stored");
     (lines.len() as f64 / secs, cpu_s() - cpu)
+}
+
+/// `beside-writer`: searches of a namespace while another thread writes to it without pause,
+/// against the same searches on the idle store. N events (default 100,000) are ingested and
+/// the store reopened; the query set is timed `ROUNDS` times over, idle; then a writer thread
+/// `add_events` the next `--writer-n` corpus events (default 50,000) into the same namespace
+/// while the query set is timed again, round after round, until the writer is done. Both
+/// `search` and `keyword_search` (the text as its query); p50 and p99 of each, and the ratio
+/// of beside-writer to idle.
+fn beside_writer(a: &Args) -> Value {
+    const ROUNDS: usize = 3;
+    let n = scenario_n(a);
+    let lines = corpus(a, n + a.writer_n);
+    let (qs, _) = query_set(a, &texts(&lines[..n]));
+    let dir = fresh_dir(a, "beside-writer-store");
+    eprintln!("beside-writer: add_events of {n} events");
+    ingest_events(&dir, &lines[..n], false);
+    let m = std::sync::Arc::new(open(&dir, false, false));
+    let ns = Namespace::new("bench", "user");
+    let adk = |m: &Mnem, q: &str| m.search(&ns, q).expect("search").len();
+    let kw = |m: &Mnem, q: &str| m.keyword_search(&ns, &KeywordQuery::new(q)).expect("keyword_search").len();
+    let mut idle = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        for q in &qs {
+            let t = Instant::now();
+            std::hint::black_box(adk(&m, q));
+            idle.0.push(ms(t));
+            let t = Instant::now();
+            std::hint::black_box(kw(&m, q));
+            idle.1.push(ms(t));
+        }
+    }
+    let batches = event_batches(&lines[n..]);
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let (m, writing, ns) = (m.clone(), writing.clone(), ns.clone());
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            for (sid, body) in &batches {
+                m.add_events(&ns, sid, body, "").expect("add_events");
+            }
+            writing.store(false, std::sync::atomic::Ordering::SeqCst);
+            t.elapsed().as_secs_f64()
+        })
+    };
+    let mut busy = (Vec::new(), Vec::new());
+    'rounds: loop {
+        for q in &qs {
+            if !writing.load(std::sync::atomic::Ordering::SeqCst) {
+                break 'rounds;
+            }
+            let t = Instant::now();
+            std::hint::black_box(adk(&m, q));
+            busy.0.push(ms(t));
+            let t = Instant::now();
+            std::hint::black_box(kw(&m, q));
+            busy.1.push(ms(t));
+        }
+    }
+    let write_s = writer.join().expect("writer");
+    drop(m);
+    done_with(a, &dir);
+    let (searches, rate) = (busy.0.len(), a.writer_n as f64 / write_s);
+    let (ai, ab, ki, kb) = (percentiles(idle.0), percentiles(busy.0), percentiles(idle.1), percentiles(busy.1));
+    println!("beside-writer, {n} events, then {} more written while {searches} searches of each kind ran", a.writer_n);
+    println!("  writer: {rate:.0} events/s while searched");
+    for (name, i, b) in [("search", ai, ab), ("keyword_search", ki, kb)] {
+        println!(
+            "  {name}: idle p50 {:.3} / p99 {:.3} ms; beside the writer p50 {:.3} / p99 {:.3} ms; p99 ratio {:.2}",
+            i.0,
+            i.1,
+            b.0,
+            b.1,
+            b.1 / i.1
+        );
+    }
+    json!({
+        "scenario": "beside-writer", "n": n, "writer_n": a.writer_n, "queries": qs.len(), "searches_beside_writer": searches,
+        "writer_events_per_s": rate.round(),
+        "search_idle_p50_ms": round3(ai.0), "search_idle_p99_ms": round3(ai.1),
+        "search_busy_p50_ms": round3(ab.0), "search_busy_p99_ms": round3(ab.1), "search_p99_ratio": round3(ab.1 / ai.1),
+        "keyword_idle_p50_ms": round3(ki.0), "keyword_idle_p99_ms": round3(ki.1),
+        "keyword_busy_p50_ms": round3(kb.0), "keyword_busy_p99_ms": round3(kb.1), "keyword_p99_ratio": round3(kb.1 / ki.1),
+    })
 }
 
 fn adk_write(a: &Args) -> Value {

@@ -11,11 +11,11 @@
 //!   read key by key (a graph) is loaded into `cache::Cache`, least recently used out first,
 //!   and reloaded from its keys; `publish` updates a loaded copy once the batch is committed.
 
-use crate::deferred::Postings;
 use crate::error::Result;
 use crate::record::Episode;
-use crate::store::Store;
-use rocksdb::{ColumnFamily, Snapshot, WriteBatch};
+use crate::runs::Postings;
+use crate::store::{Snapshot, Store};
+use rocksdb::{ColumnFamily, WriteBatch};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;

@@ -12,10 +12,10 @@ use crate::episodes::Pending;
 use crate::error::{Error, Result};
 use crate::lexical::index::Bm25Index;
 use crate::record::Episode;
-use crate::store::{now_ms, OpenOptions, Store, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
+use crate::store::{now_ms, OpenOptions, Snapshot, Store, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
 use crate::vector::VectorIndex;
 use parking_lot::Mutex;
-use rocksdb::{Snapshot, WriteBatch};
+use rocksdb::WriteBatch;
 use std::sync::Arc;
 
 pub(crate) struct Engine {
@@ -79,7 +79,7 @@ impl Engine {
         };
         if !journal.is_empty() {
             if store.is_read_only() {
-                store.set_index_overlay(deferred::overlay(&journal)?);
+                store.set_index_overlay(deferred::journal_piece(&journal)?);
             } else {
                 let runs: Vec<&[u8]> = journal.iter().map(|(_, r)| r.as_slice()).collect();
                 let mut b = WriteBatch::default();

@@ -6,8 +6,8 @@ use crate::error::{Error, Result};
 use crate::json::{self, Fields};
 use crate::keys::{self, Namespace};
 use crate::record::{Episode, RecordView, MAX_RECORD_BYTES};
-use crate::store::{now_ms, Store, CF_ADK, CF_EPISODES};
-use rocksdb::{Snapshot, WriteBatch};
+use crate::store::{now_ms, Snapshot, Store, CF_ADK, CF_EPISODES};
+use rocksdb::WriteBatch;
 use std::collections::HashMap;
 use uuid::Uuid;
 

@@ -130,9 +130,16 @@ impl Engine {
         let pool = q.limit.saturating_mul(q.candidates);
         // One snapshot and one visibility time for both channels and the records.
         let now = now_ms();
-        let vectors = match &q.vector {
-            Some(_) if q.semantic_weight > 0.0 => self.vectors.read(&self.store, &self.write_lock, ns)?,
-            _ => None,
+        let semantic = q.vector.is_some() && q.semantic_weight > 0.0;
+        // A cached graph is read-locked before the snapshot, so writes that would change it
+        // wait and the snapshot sees what it holds; else it is loaded from the snapshot.
+        let ticket = self.vectors.ticket(ns);
+        let cached = if semantic { self.vectors.cached(ns) } else { None };
+        let snap = self.read_snapshot()?;
+        let vectors = match cached {
+            Some(g) => Some(g),
+            None if semantic => self.vectors.load(&self.store, &snap, ns, ticket)?,
+            None => None,
         };
         if let (Some(ix), Some(v)) = (&vectors, &q.vector) {
             let dim = ix.hnsw.dim();
@@ -150,8 +157,6 @@ impl Engine {
             Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
             None => (1.0, 0.0),
         };
-        // The graph is read-locked, so writes wait and this snapshot sees what it holds.
-        let snap = self.read_snapshot()?;
         let prefix = ns.prefix();
         let semantic: Vec<Uuid> = match (vectors, &q.vector) {
             (Some(ix), Some(v)) if w_sem > 0.0 => {

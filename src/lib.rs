@@ -29,6 +29,7 @@ pub mod keys;
 pub mod lexical;
 mod mnem;
 pub mod record;
+mod runs;
 pub mod store;
 mod upgrade;
 pub mod vector;

@@ -43,7 +43,8 @@ impl Mnem {
     }
 
     /// Tests only: move postings written behind into the index once `bytes` of them wait
-    /// (4 MiB otherwise), so that moves run often.
+    /// (4 MiB otherwise), so that moves run often; `usize::MAX` moves them only when store
+    /// management or the close needs it, so that every search reads them from memory.
     #[doc(hidden)]
     pub fn set_postings_limit_for_test(&self, bytes: usize) {
         self.engine.set_postings_limit(bytes);

@@ -4,15 +4,14 @@
 
 use crate::error::{Error, Result, Status};
 use crate::keys::{self, Namespace};
+use crate::runs::{Overlay, OverlayRange, Piece};
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, Env, Options,
-    ReadOptions, Snapshot, WriteBatch, WriteOptions, DB,
+    ReadOptions, WriteBatch, WriteOptions, DB,
 };
-use std::collections::btree_map::Range as MapRange;
-use std::collections::BTreeMap;
 use std::fs::File;
-use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The on-disk format this build writes; stores with a larger number are refused. docs/FORMAT.md
@@ -86,12 +85,28 @@ pub struct Store {
     _lock: Option<File>,
     mem_env: Option<Env>,
     /// A read-only store's journal of postings not yet in the `index` column family
-    /// (`crate::deferred`): what each key of it becomes. Index reads consult it first.
-    index_overlay: Option<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    /// (`crate::deferred`), merged: every snapshot of the store carries it.
+    index_overlay: Option<Arc<Overlay>>,
 }
 
-/// The overlay's changes to one key range, in key order.
-type OverlayRange<'s> = std::iter::Peekable<MapRange<'s, Vec<u8>, Option<Vec<u8>>>>;
+/// A consistent view of the store for reads: RocksDB's snapshot and, when postings are held
+/// behind their records (`crate::deferred`), the overlay of the `index` column family that
+/// makes them visible. Every read of the store goes through one.
+pub(crate) struct Snapshot<'a> {
+    inner: rocksdb::Snapshot<'a>,
+    overlay: Option<Arc<Overlay>>,
+}
+
+impl<'a> Snapshot<'a> {
+    /// The same snapshot, with `overlay` applied to its `index` reads.
+    pub fn with_index_overlay(self, overlay: Overlay) -> Snapshot<'a> {
+        Snapshot { inner: self.inner, overlay: (!overlay.is_empty()).then(|| Arc::new(overlay)) }
+    }
+
+    fn overlay_for(&self, cf: &str) -> Option<&Overlay> {
+        self.overlay.as_deref().filter(|_| cf == CF_INDEX)
+    }
+}
 
 impl Store {
     pub fn open(path: &str, opts: OpenOptions) -> Result<Store> {
@@ -330,29 +345,27 @@ impl Store {
         Ok(self.db.flush_wal(true)?)
     }
 
+    /// A snapshot of the store as it is (with a read-only store's journal overlay).
     pub(crate) fn snapshot(&self) -> Snapshot<'_> {
-        self.db.snapshot()
+        Snapshot { inner: self.db.snapshot(), overlay: self.index_overlay.clone() }
     }
 
     pub(crate) fn get_episode_raw(&self, snap: &Snapshot<'_>, ns_prefix: &[u8], id: &Uuid) -> Result<Option<Vec<u8>>> {
-        Ok(snap.get_cf(self.cf(CF_EPISODES), keys::episode_key(ns_prefix, id))?)
+        Ok(snap.inner.get_cf(self.cf(CF_EPISODES), keys::episode_key(ns_prefix, id))?)
     }
 
     pub(crate) fn get_cf(&self, snap: &Snapshot<'_>, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(change) = self.overlay_for(cf).and_then(|o| o.get(key)) {
-            return Ok(change.clone());
+        if let Some(change) = snap.overlay_for(cf).and_then(|o| o.get(key)) {
+            return Ok(change.map(<[u8]>::to_vec));
         }
-        Ok(snap.get_cf(self.cf(cf), key)?)
+        Ok(snap.inner.get_cf(self.cf(cf), key)?)
     }
 
-    /// Give a read-only store the journal's index changes (`crate::deferred::overlay`).
-    pub(crate) fn set_index_overlay(&mut self, overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>) {
+    /// Give a read-only store the journal's index changes (`crate::deferred::journal_piece`).
+    pub(crate) fn set_index_overlay(&mut self, journal: Piece) {
         debug_assert!(self.read_only, "a writer writes its journal to the index instead");
-        self.index_overlay = (!overlay.is_empty()).then_some(overlay);
-    }
-
-    fn overlay_for(&self, cf: &str) -> Option<&BTreeMap<Vec<u8>, Option<Vec<u8>>>> {
-        self.index_overlay.as_ref().filter(|_| cf == CF_INDEX)
+        let overlay = Overlay::new(vec![Arc::new(journal)]);
+        self.index_overlay = (!overlay.is_empty()).then(|| Arc::new(overlay));
     }
 
     /// An iterator over the keys of `cf` that start with `prefix`, positioned at the first
@@ -365,13 +378,13 @@ impl Store {
         start: &[u8],
     ) -> StoreIter<'s> {
         let mut ro = ReadOptions::default();
-        ro.set_snapshot(snap);
+        ro.set_snapshot(&snap.inner);
         let upper = keys::prefix_successor(prefix);
         if let Some(upper) = &upper {
             ro.set_iterate_upper_bound(upper.clone());
         }
         let base = self.db.raw_iterator_cf_opt(self.cf(cf), ro);
-        let overlay = self.overlay_for(cf).map(|map| Box::new(Overlay { map, upper, range: None, current: None }));
+        let overlay = snap.overlay_for(cf).map(|o| Box::new(Merged { overlay: o, upper, range: None, current: None }));
         let mut it = StoreIter { base, overlay };
         it.seek(start);
         it
@@ -418,16 +431,16 @@ impl Store {
     }
 }
 
-/// A store iterator: RocksDB's, merged with the journal's overlay in a read-only store
-/// (an overlay's put replaces or adds a key, its delete hides one).
+/// A store iterator: RocksDB's, merged with the snapshot's overlay of held postings (an
+/// overlay's put replaces or adds a key, its delete hides one).
 pub(crate) struct StoreIter<'s> {
     base: DBRawIteratorWithThreadMode<'s, DB>,
-    /// Boxed: only read-only stores with a journal have one.
-    overlay: Option<Box<Overlay<'s>>>,
+    /// Boxed: only snapshots taken while postings are held have one.
+    overlay: Option<Box<Merged<'s>>>,
 }
 
-struct Overlay<'s> {
-    map: &'s BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+struct Merged<'s> {
+    overlay: &'s Overlay,
     upper: Option<Vec<u8>>,
     range: Option<OverlayRange<'s>>,
     /// The overlay's entry that is current (else RocksDB's key is).
@@ -438,17 +451,14 @@ impl<'s> StoreIter<'s> {
     pub fn seek(&mut self, target: &[u8]) {
         self.base.seek(target);
         if let Some(o) = &mut self.overlay {
-            let hi = o.upper.as_ref().map_or(Bound::Unbounded, |u| Bound::Excluded(u.clone()));
-            o.range = Some(o.map.range::<Vec<u8>, _>((Bound::Included(target.to_vec()), hi)).peekable());
+            o.range = Some(o.overlay.range(target, o.upper.as_deref()));
             self.settle();
         }
     }
 
     pub fn next(&mut self) {
         match &mut self.overlay {
-            Some(o) if o.current.is_some() => {
-                o.range.as_mut().expect("seeked").next();
-            }
+            Some(o) if o.current.is_some() => o.range.as_mut().expect("seeked").advance(),
             _ => self.base.next(),
         }
         if self.overlay.is_some() {
@@ -462,17 +472,17 @@ impl<'s> StoreIter<'s> {
         let o = self.overlay.as_mut().expect("an overlay");
         let range = o.range.as_mut().expect("seeked");
         o.current = None;
-        while let Some(&(k, v)) = range.peek() {
+        while let Some((k, v)) = range.peek() {
             match self.base.key() {
-                Some(b) if b < k.as_slice() => return,
-                Some(b) if b == k.as_slice() => self.base.next(),
+                Some(b) if b < k => return,
+                Some(b) if b == k => self.base.next(),
                 _ => {}
             }
             if let Some(v) = v {
-                o.current = Some((k.as_slice(), v.as_slice()));
+                o.current = Some((k, v));
                 return;
             }
-            range.next();
+            range.advance();
         }
     }
 

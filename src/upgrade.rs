@@ -7,8 +7,8 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, adk_tag};
 use crate::record::Episode;
-use crate::store::{now_ms, CF_ADK, CF_EPISODES, CF_INDEX};
-use rocksdb::{Snapshot, WriteBatch};
+use crate::store::{now_ms, Snapshot, CF_ADK, CF_EPISODES, CF_INDEX};
+use rocksdb::WriteBatch;
 use std::collections::HashSet;
 use uuid::Uuid;
 

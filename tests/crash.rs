@@ -527,6 +527,22 @@ fn settle(m: &Mnem, model: &mut Model, op: &Op, ctx: &Ctx) -> bool {
 /// One line from the child: the text and whether it was complete (a kill can cut a line).
 type Line = (String, bool);
 
+/// Open the store this test just closed. The other test in this binary spawns children at
+/// any time, and a child holds copies of this process's descriptors, the store's lock
+/// included, between its fork and its exec: a BUSY then lasts microseconds, so retry it for
+/// up to two seconds.
+fn reopen(store: &Path, opts: OpenOptions) -> Mnem {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        match Mnem::open(store.to_str().unwrap(), opts) {
+            Err(e) if e.status == mnem::Status::Busy && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            r => return r.unwrap(),
+        }
+    }
+}
+
 fn spawn_child(test: &str, store: &Path, script: &Path, sync: bool) -> (std::process::Child, mpsc::Receiver<Line>) {
     let mut c = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
@@ -631,8 +647,7 @@ fn crash_rounds(test: &str, sync: bool) {
         // Read-only first: postings the child journaled but did not write to the index are
         // read into an overlay, and the store is left as the kill left it.
         ctx.phase = "after the kill, read-only";
-        let ro =
-            Mnem::open(store.to_str().unwrap(), OpenOptions { read_only: true, create: false, ..opts(sync) }).unwrap();
+        let ro = reopen(&store, OpenOptions { read_only: true, create: false, ..opts(sync) });
         let mut ro_model = model.clone();
         let ro_landed = script.get(acks).map(|op| settle(&ro, &mut ro_model, op, &ctx));
         check(&ro, &ro_model, &ctx);
@@ -640,7 +655,7 @@ fn crash_rounds(test: &str, sync: bool) {
         drop(ro);
 
         ctx.phase = "after the kill";
-        let m = Mnem::open(store.to_str().unwrap(), opts(sync)).unwrap();
+        let m = reopen(&store, opts(sync));
         assert_eq!(m.stats().journal_replayed, overlaid, "{ctx} the read-only open changed nothing");
         journaled_rounds += usize::from(overlaid > 0);
         if let Some(op) = script.get(acks) {

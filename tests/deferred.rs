@@ -3,6 +3,9 @@
 //! that moves run all the time). Whatever a search starts after a write was acknowledged
 //! must find it, and nothing deleted, while the moves run.
 
+mod common;
+
+use common::token;
 use mnem::{KeywordQuery, Mnem, Namespace, OpenOptions};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -11,17 +14,6 @@ use std::sync::{Arc, Mutex};
 
 fn ns() -> Namespace {
     Namespace::new("app", "user")
-}
-
-/// A letters-only token for event `n` (both tokenizers keep it whole).
-fn token(n: usize) -> String {
-    let mut s = String::from("tok");
-    let mut n = n;
-    for _ in 0..5 {
-        s.push((b'a' + (n % 26) as u8) as char);
-        n /= 26;
-    }
-    s
 }
 
 fn ev(n: usize) -> String {
@@ -136,5 +128,78 @@ fn searches_find_every_acknowledged_write_while_postings_move() {
     assert_eq!(m.stats().journal_replayed, 0, "a clean close moved every run");
     check_all(&m);
     drop(m);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Unit vectors of dimension 8 for episode `n` (a few directions, so that neighbours tie
+/// rarely but matter).
+fn vector(n: usize) -> Vec<f32> {
+    (0..8).map(|i| (((n * 31 + i * 17) % 23) as f32 - 11.0) / 11.0).collect()
+}
+
+/// Every search kind's answer, as the bytes the C ABI writes.
+fn answers(m: &Mnem, queries: &[String]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for q in queries {
+        out.push(m.search(&ns(), q).unwrap());
+        let mut b = Vec::new();
+        mnem::output::write_results(&mut b, &m.keyword_search(&ns(), &KeywordQuery::new(q.clone())).unwrap());
+        out.push(b);
+        let mut hq = mnem::HybridQuery::new(q.clone());
+        hq.vector = Some(vector(q.len()));
+        let mut b = Vec::new();
+        mnem::output::write_hybrid_results(&mut b, &m.hybrid_search(&ns(), &hq).unwrap());
+        out.push(b);
+    }
+    // Every key count (postings included); the file-size estimate depends on flushes.
+    let stats = mnem::NamespaceStats { approximate_file_bytes: 0, ..m.namespace_stats(&ns()).unwrap() };
+    out.push(format!("{stats:?}").into_bytes());
+    out
+}
+
+/// Searches that read postings from memory (none moved to the index while the store is
+/// open) answer byte for byte as the same store does once its close moved them into the
+/// index, through every kind of write: ADK events, episodes with vectors, re-writes, deletes.
+/// Searches between the writes build the overlay piece by piece.
+#[test]
+fn searches_over_postings_held_in_memory_answer_as_over_the_index() {
+    let dir = std::env::temp_dir().join(format!("mnem-held-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.to_str().unwrap().to_string();
+    let mut queries: Vec<String> = vec!["東京".into(), "word7 word8".into(), "nothing".into()];
+    for round in 0..4 {
+        let held = Mnem::open(&path, OpenOptions { create: true, ..Default::default() }).unwrap();
+        held.set_postings_limit_for_test(usize::MAX);
+        for step in 0..5 {
+            let k = round * 5 + step;
+            let first = k * 30;
+            let lines: Vec<String> = (first..first + 30).map(ev).collect();
+            held.add_events(&ns(), &format!("s{}", k % 4), &lines.join("\n"), "").unwrap();
+            let eps = (0..10)
+                .map(|i| mnem::EpisodeInput {
+                    id: Some(uuid::Uuid::from_u128((k * 10 + i % 7) as u128 + 1)),
+                    primary: format!("{} word{} episode{}", token(k * 10 + i), i, k),
+                    embedding: (i % 3 != 0).then(|| vector(k * 10 + i)),
+                    ..Default::default()
+                })
+                .collect();
+            held.put_episodes(&ns(), eps).unwrap();
+            if k % 3 == 2 {
+                held.delete_memory(&ns(), &format!("e{}", first - 7)).unwrap();
+                held.delete_episodes(&ns(), &[uuid::Uuid::from_u128((k * 10 - 5) as u128)]).unwrap();
+            }
+            queries.push(token(first + 3));
+            queries.push(format!("{} episode{}", token(k * 10 + 2), k));
+            answers(&held, &queries);
+        }
+        let a = answers(&held, &queries);
+        drop(held);
+        let moved = Mnem::open(&path, OpenOptions::default()).unwrap();
+        assert_eq!(moved.stats().journal_replayed, 0, "the close moved every run");
+        let c = answers(&moved, &queries);
+        for (i, (x, y)) in a.iter().zip(&c).enumerate() {
+            assert_eq!(String::from_utf8_lossy(x), String::from_utf8_lossy(y), "round {round}, answer {i}");
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

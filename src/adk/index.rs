@@ -27,8 +27,8 @@ use crate::derived::{DerivedIndex, IndexWrite, KeyOps};
 use crate::error::{Error, Result};
 use crate::keys::index_tag;
 use crate::record::Episode;
-use crate::store::{Store, CF_INDEX};
-use rocksdb::{Snapshot, WriteBatch};
+use crate::store::{Snapshot, Store, CF_INDEX};
+use rocksdb::WriteBatch;
 use uuid::Uuid;
 
 pub(crate) const ENTRY: u8 = index_tag::ADK_FIRST;

@@ -12,8 +12,7 @@ use super::index::{self, Entry, MAX_RESULTS};
 use super::tokenizer;
 use crate::error::{Error, Result};
 use crate::store::StoreIter;
-use crate::store::{Store, CF_INDEX};
-use rocksdb::Snapshot;
+use crate::store::{Snapshot, Store, CF_INDEX};
 
 /// Postings a cursor steps over with `next` before it seeks instead (a seek costs a few
 /// `next`s, and skips are often short).

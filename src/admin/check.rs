@@ -85,7 +85,7 @@ impl Engine {
                 r.episodes += 1;
             }
             if cf == CF_META && k.starts_with(deferred::JOURNAL_PREFIX) {
-                for op in deferred::RunOps::new(v) {
+                for op in crate::runs::RunOps::new(v) {
                     op.map_err(|e| e.context(format!("journal entry {}", String::from_utf8_lossy(k))))?;
                 }
             }

@@ -7,9 +7,8 @@ use crate::error::{Error, Result};
 use crate::json::push_str;
 use crate::keys::{self, adk_tag, Namespace};
 use crate::record::RecordView;
-use crate::store::{CF_ADK, CF_EPISODES, FORMAT_VERSION};
+use crate::store::{Snapshot, CF_ADK, CF_EPISODES, FORMAT_VERSION};
 use crate::Mnem;
-use rocksdb::Snapshot;
 use std::io::Write;
 use uuid::Uuid;
 

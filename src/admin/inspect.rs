@@ -6,9 +6,8 @@ use crate::error::{Error, Result};
 use crate::json::{self, push_str};
 use crate::keys::{self, adk_tag, index_tag, Namespace};
 use crate::record::{RecordView, ScanView};
-use crate::store::{now_ms, CF_ADK, CF_EPISODES, CF_INDEX};
+use crate::store::{now_ms, Snapshot, CF_ADK, CF_EPISODES, CF_INDEX};
 use crate::Mnem;
-use rocksdb::Snapshot;
 use uuid::Uuid;
 
 /// The most ids one `get_episodes` call reads (bounds the answer's size).

@@ -23,8 +23,8 @@ use crate::derived::{DerivedIndex, IndexWrite, KeyOps, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{self, index_tag};
 use crate::record::Episode;
-use crate::store::{Store, CF_INDEX};
-use rocksdb::{Snapshot, WriteBatch};
+use crate::store::{Snapshot, Store, CF_INDEX};
+use rocksdb::WriteBatch;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use uuid::Uuid;
 

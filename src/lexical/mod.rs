@@ -222,7 +222,7 @@ impl Engine {
     /// Visit records in UUID order after `after`, within `budget`, gathering BM25 inputs.
     fn scan_window(
         &self,
-        snap: &rocksdb::Snapshot<'_>,
+        snap: &crate::store::Snapshot<'_>,
         ns: &Namespace,
         matcher: &mut TermMatcher,
         spec: Scan<'_>,
@@ -299,7 +299,7 @@ impl Engine {
     /// The records of ranked hits, read from the snapshot that was scanned.
     fn fetch_hits(
         &self,
-        snap: &rocksdb::Snapshot<'_>,
+        snap: &crate::store::Snapshot<'_>,
         ns: &Namespace,
         ranked: Vec<(f64, Uuid)>,
     ) -> Result<Vec<KeywordSearchResult>> {
@@ -342,7 +342,7 @@ impl Engine {
     /// search fuses the ids in the same snapshot as its other channel).
     pub(crate) fn keyword_ranked(
         &self,
-        snap: &rocksdb::Snapshot<'_>,
+        snap: &crate::store::Snapshot<'_>,
         ns: &Namespace,
         q: &KeywordQuery,
         now: i64,

@@ -6,6 +6,9 @@
 //! A loaded graph is changed only by a writer holding `Engine::write_lock` and the graph's
 //! write lock, kept until its batch is committed: readers never see a change that is not
 //! committed, and a failed batch retires the graph (holders reload it from the store).
+//! A search that finds no graph in the cache loads one from its own snapshot without any
+//! writer's lock, and caches it only when no write changed a graph meanwhile
+//! (`VectorIndex::load`).
 //!
 //! The graph is mnem's own rather than a library's (usearch can save, load and view an index):
 //! construction is deterministic for a given insertion order (the same writes give the same
@@ -22,13 +25,14 @@ use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{index_key, index_tag, Namespace};
 use crate::record::Episode;
-use crate::store::{Store, CF_INDEX, CF_META};
+use crate::store::{Snapshot, Store, CF_INDEX, CF_META};
 use hnsw::Hnsw;
 use layout::Header;
 use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
-use parking_lot::{RawRwLock, RwLock};
-use rocksdb::{Snapshot, WriteBatch};
+use parking_lot::{Mutex, RawRwLock, RwLock};
+use rocksdb::WriteBatch;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -258,6 +262,35 @@ fn each_node(
 /// dimension record.
 pub struct VectorIndex {
     pub(crate) cache: Cache,
+    /// Writes that may change a graph's keys, per bucket of namespaces (`bucket`): `started`
+    /// when one begins staging, `finished` when it is committed or abandoned. A search that
+    /// loaded a graph caches it only when no such write overlapped its snapshot
+    /// (`LoadTicket`).
+    started: [AtomicU64; WRITE_BUCKETS],
+    finished: [AtomicU64; WRITE_BUCKETS],
+    /// Orders a write's start and its look at the cache against a load's check and insert,
+    /// so that a load never caches a graph a write has changed since (held for no I/O).
+    caching: Mutex<()>,
+}
+
+/// Buckets of namespaces whose graph writes are counted apart, so that writes to one
+/// namespace rarely keep another's loaded graph out of the cache.
+const WRITE_BUCKETS: usize = 64;
+
+fn bucket(prefix: &[u8]) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    prefix.hash(&mut h);
+    (h.finish() % WRITE_BUCKETS as u64) as usize
+}
+
+/// The write counters of a namespace's bucket before a search took its snapshot
+/// (`VectorIndex::ticket`).
+#[derive(Clone, Copy)]
+pub(crate) struct LoadTicket {
+    bucket: usize,
+    started: u64,
+    quiet: bool,
 }
 
 /// The `meta` key of the vector dimension of the namespace `prefix`.
@@ -310,7 +343,20 @@ impl VectorIndex {
     }
 
     pub(crate) fn new(cache: Cache) -> VectorIndex {
-        VectorIndex { cache }
+        VectorIndex {
+            cache,
+            started: std::array::from_fn(|_| AtomicU64::new(0)),
+            finished: std::array::from_fn(|_| AtomicU64::new(0)),
+            caching: Mutex::new(()),
+        }
+    }
+
+    /// Take before the snapshot the namespace's graph may be loaded from.
+    pub(crate) fn ticket(&self, ns: &Namespace) -> LoadTicket {
+        let bucket = bucket(&ns.prefix());
+        let finished = self.finished[bucket].load(Ordering::SeqCst);
+        let started = self.started[bucket].load(Ordering::SeqCst);
+        LoadTicket { bucket, started, quiet: started == finished }
     }
 
     /// The namespace's vector dimension, fixed by its first vector.
@@ -333,9 +379,11 @@ impl VectorIndex {
 /// The graph changes of one write batch: the graph stays write-locked until the batch is
 /// committed (`publish`); dropped unpublished (the batch failed), it retires the graph.
 pub(crate) struct VectorStage<'m> {
-    cache: &'m Cache,
+    index: &'m VectorIndex,
     key: Key,
     graph: Option<ArcRwLockWriteGuard<RawRwLock, NsVectors>>,
+    /// This write counts in `VectorIndex::started` (it may change the graph's keys).
+    counted: bool,
 }
 
 impl VectorStage<'_> {
@@ -344,7 +392,7 @@ impl VectorStage<'_> {
             let bytes = g.bytes();
             let arc = ArcRwLockWriteGuard::rwlock(&g).clone();
             drop(g);
-            self.cache.insert(self.key.clone(), arc, bytes);
+            self.index.cache.insert(self.key.clone(), arc, bytes);
         }
     }
 }
@@ -354,7 +402,10 @@ impl Drop for VectorStage<'_> {
         if let Some(mut g) = self.graph.take() {
             g.retired = true;
             drop(g);
-            self.cache.remove(&self.key);
+            self.index.cache.remove(&self.key);
+        }
+        if self.counted {
+            self.index.finished[bucket(&self.key.1)].fetch_add(1, Ordering::SeqCst);
         }
     }
 }
@@ -396,21 +447,35 @@ impl VectorIndex {
         batch: &mut WriteBatch,
     ) -> Result<VectorStage<'_>> {
         let key = cache_key(ctx.prefix);
-        let mut stage = VectorStage { cache: &self.cache, key, graph: None };
-        let graph = match self.cache.get::<RwLock<NsVectors>>(&stage.key) {
+        let mut stage = VectorStage { index: self, key, graph: None, counted: false };
+        let header = |ctx: &IndexWrite<'_>| -> Result<Option<Header>> {
+            let h = ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::header_key(ctx.prefix))?;
+            h.as_deref().map(Header::decode).transpose()
+        };
+        let idle = match self.cache.get::<RwLock<NsVectors>>(&stage.key) {
             Some(g) => {
                 let r = g.read();
                 let dim = Some(r.hnsw.dim());
-                if !staged.iter().any(|e| r.node_of.contains_key(&e.id) || wanted(e, dim).is_some()) {
-                    return Ok(stage);
-                }
-                drop(r);
-                g
+                !staged.iter().any(|e| r.node_of.contains_key(&e.id) || wanted(e, dim).is_some())
             }
+            None => header(ctx)?.is_none() && staged.iter().all(|e| wanted(e, None).is_none()),
+        };
+        if idle {
+            return Ok(stage);
+        }
+        // This write may change the graph's keys: no load that overlaps it may cache a graph.
+        let cached = {
+            let _c = self.caching.lock();
+            self.started[bucket(ctx.prefix)].fetch_add(1, Ordering::SeqCst);
+            stage.counted = true;
+            // A search may have cached the graph since the look above (as the last commit left
+            // it: no write ran during its load).
+            self.cache.get::<RwLock<NsVectors>>(&stage.key)
+        };
+        let graph = match cached {
+            Some(g) => g,
             None => {
-                let header = ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::header_key(ctx.prefix))?;
-                let header = header.as_deref().map(Header::decode).transpose()?;
-                match header {
+                match header(ctx)? {
                     None if staged.iter().all(|e| wanted(e, None).is_none()) => return Ok(stage),
                     Some(h) if stage_without_graph(ctx, staged, &h, batch)? => return Ok(stage),
                     _ => {}
@@ -431,38 +496,51 @@ impl VectorIndex {
         Ok(stage)
     }
 
-    /// The namespace's graph, read-locked, or None when it has no vectors. Loaded on first
-    /// use under the write lock, so no write lands between its snapshot and its caching.
-    pub(crate) fn read(
-        &self,
-        store: &Store,
-        write_lock: &parking_lot::Mutex<()>,
-        ns: &Namespace,
-    ) -> Result<Option<VectorsRead>> {
+    /// The namespace's loaded graph, read-locked, if the cache holds it. While it is held,
+    /// no write changes it, so a snapshot taken next sees what it holds.
+    pub(crate) fn cached(&self, ns: &Namespace) -> Option<VectorsRead> {
         let key = cache_key(&ns.prefix());
         loop {
-            let graph = match self.cache.get::<RwLock<NsVectors>>(&key) {
-                Some(g) => g,
-                None => {
-                    let _w = write_lock.lock();
-                    match self.cache.peek::<RwLock<NsVectors>>(&key) {
-                        Some(g) => g,
-                        None => {
-                            let snap = store.snapshot();
-                            let Some(g) = NsVectors::load(store, &snap, &key.1)? else { return Ok(None) };
-                            let bytes = g.bytes();
-                            let g = Arc::new(RwLock::new(g));
-                            self.cache.insert(key.clone(), g.clone(), bytes);
-                            g
-                        }
-                    }
-                }
-            };
-            let r = graph.read_arc();
+            let r = self.cache.get::<RwLock<NsVectors>>(&key)?.read_arc();
             if !r.retired {
-                return Ok(Some(r));
+                return Some(r);
             }
         }
+    }
+
+    /// The namespace's graph as `snap` holds it (None when it has no vectors), loaded from
+    /// its keys without any writer's lock. Cached when no write that may change a graph ran
+    /// between `ticket` (taken before `snap`) and now; else only this search uses it.
+    pub(crate) fn load(
+        &self,
+        store: &Store,
+        snap: &Snapshot<'_>,
+        ns: &Namespace,
+        ticket: LoadTicket,
+    ) -> Result<Option<VectorsRead>> {
+        let key = cache_key(&ns.prefix());
+        let Some(g) = NsVectors::load(store, snap, &key.1)? else { return Ok(None) };
+        let bytes = g.bytes();
+        let g = Arc::new(RwLock::new(g));
+        let read = g.read_arc();
+        let _c = self.caching.lock();
+        let unchanged = ticket.quiet && self.started[ticket.bucket].load(Ordering::SeqCst) == ticket.started;
+        if unchanged && self.cache.peek::<RwLock<NsVectors>>(&key).is_none() {
+            self.cache.insert(key, g, bytes);
+        }
+        Ok(Some(read))
+    }
+
+    /// The namespace's graph, read-locked, or None when it has no vectors: the cached one,
+    /// else loaded from a new snapshot.
+    #[cfg(test)]
+    pub(crate) fn read(&self, store: &Store, ns: &Namespace) -> Result<Option<VectorsRead>> {
+        if let Some(g) = self.cached(ns) {
+            return Ok(Some(g));
+        }
+        let ticket = self.ticket(ns);
+        let snap = store.snapshot();
+        self.load(store, &snap, ns, ticket)
     }
 }
 
@@ -669,7 +747,7 @@ mod tests {
     }
 
     fn graph(m: &Engine, ns: &Namespace) -> VectorsRead {
-        m.vectors.read(&m.store, &m.write_lock, ns).unwrap().unwrap()
+        m.vectors.read(&m.store, ns).unwrap().unwrap()
     }
 
     #[test]
@@ -703,7 +781,7 @@ mod tests {
         let ns = Namespace::new("a", "u");
         let data = clustered(100, 8, 5);
         put(&m, &ns, &data, 0);
-        let held = m.vectors.read(&m.store, &m.write_lock, &ns).unwrap().unwrap();
+        let held = m.vectors.read(&m.store, &ns).unwrap().unwrap();
         drop(held);
         let arc = m.vectors.cache.get::<RwLock<NsVectors>>(&cache_key(&ns.prefix())).unwrap();
         let mut e = m.get_episode(&ns, &Uuid::from_u128(1)).unwrap().unwrap();

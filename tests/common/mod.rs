@@ -40,3 +40,15 @@ impl Rng {
         (-2.0 * (self.unit() + 1e-12).ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
     }
 }
+
+/// A letters-only token for event `n`, distinct for every `n` below 26^5 (both tokenizers
+/// keep it whole), so that a search for it finds that event alone.
+pub fn token(n: usize) -> String {
+    let mut s = String::from("tok");
+    let mut n = n;
+    for _ in 0..5 {
+        s.push((b'a' + (n % 26) as u8) as char);
+        n /= 26;
+    }
+    s
+}
