@@ -19,6 +19,9 @@
  *    with MNEM_STATUS_INVALID_ARGUMENT naming the line, and nothing is written.
  *    Unknown keys in objects mnem defines (options, queries, episodes) are errors; unknown
  *    fields inside ADK Event/Content JSON are kept.
+ *  - In every JSON object, an absent or null field takes its default. A `limit` that is
+ *    given is used as given: 0 returns no results where the range admits it (keyword,
+ *    substring and hybrid search); pages start at 1. docs/WIRE.md has every JSON shape.
  *  - A namespace is the pair (app_name, user_id): any two UTF-8 strings (empty, '/', ':',
  *    NUL included). Nothing is shared between namespaces.
  *  - Reads take one storage snapshot and one visibility time ("now", ms) at their start. An
@@ -331,7 +334,7 @@ mnem_status mnem_delete_episodes(struct mnem_store *store,
 
 // BM25 over every visible episode of the namespace (primary, secondary and context text;
 // k1 1.2, b 0.75, f64). Query `{"text", "limit" (0-1000, default 10), "episode_type",
-// "tag"}`; text without terms returns no results. Writes
+// "tag"}`; text without terms or limit 0 returns no results. Writes
 // `{"results":[{"record":Episode,"score":f64}...]}`, score descending, ties by UUID.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, text over 4096
 // bytes or 64 terms); BUSY; IO; CORRUPTION; INTERNAL.
@@ -370,8 +373,9 @@ mnem_status mnem_lexical_page(const struct mnem_store *store,
 
 // Substring search (Rust: `Mnem::search_episodes`): visible episodes whose primary,
 // secondary or context text contains `text`, compared in lowercase. Query `{"text"
-// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`. Writes
-// `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly creation order).
+// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`; limit 0 returns no
+// results. Writes `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly
+// creation order).
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_substring_search(const struct mnem_store *store,
                                   struct mnem_str app,

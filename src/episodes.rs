@@ -1,9 +1,9 @@
-//! Writing episodes: parsing `mnem_put_episodes` lines, revisions, expiry and tombstones.
+//! Writing episodes: revisions, expiry and tombstones (`crate::wire::episode` parses the
+//! `mnem_put_episodes` lines).
 
 use crate::adk::{memory_id, MEMORY_TYPE};
 use crate::derived::Placement;
 use crate::error::{Error, Result};
-use crate::json::{self, Fields};
 use crate::keys::{self, Namespace};
 use crate::record::{Episode, RecordView, MAX_RECORD_BYTES};
 use crate::store::{now_ms, Snapshot, Store, CF_ADK, CF_EPISODES};
@@ -71,49 +71,6 @@ impl Default for EpisodeInput {
             embedding: None,
         }
     }
-}
-
-pub fn parse_uuid(s: &str, what: &str) -> Result<Uuid> {
-    Uuid::try_parse(s).map_err(|_| Error::invalid(format!("`{what}` is not a UUID: {s:?}")))
-}
-
-/// Parse one line of `mnem_put_episodes`.
-pub fn parse_episode_line(line: &str) -> Result<EpisodeInput> {
-    let mut f = Fields::strict(json::parse_object(line)?);
-    let mut e = EpisodeInput::default();
-    if let Some(id) = f.string("id")? {
-        e.id = Some(parse_uuid(&id, "id")?);
-    }
-    if let Some(t) = f.string("episode_type")? {
-        e.episode_type = t;
-    }
-    e.tags = f.get::<Vec<String>>("tags", "an array of strings")?.unwrap_or_default();
-    e.primary = f.string("primary")?.unwrap_or_default();
-    e.secondary = f.string("secondary")?.unwrap_or_default();
-    e.context = f.string("context")?.unwrap_or_default();
-    if let Some(m) = f.raw("metadata").filter(|m| m.get() != "null") {
-        if !m.get().starts_with('{') {
-            return Err(Error::invalid("`metadata` must be a JSON object"));
-        }
-        e.metadata = Some(m.get().to_string());
-    }
-    e.author = f.string("author")?;
-    e.session_id = f.string("session_id")?;
-    e.event_id = f.string("event_id")?;
-    e.timestamp = f.get::<f64>("timestamp", "a number")?;
-    let at = f.get::<i64>("expires_at_ms", "an integer (ms since the Unix epoch)")?;
-    let ttl = f.get::<i64>("ttl_ms", "an integer number of milliseconds")?;
-    e.expiry = match (at, ttl) {
-        (Some(_), Some(_)) => return Err(Error::invalid("give `expires_at_ms` or `ttl_ms`, not both")),
-        (Some(t), None) => Expiry::At(t),
-        (None, Some(ttl)) if ttl <= 0 => return Err(Error::invalid("`ttl_ms` must be positive")),
-        (None, Some(ttl)) => Expiry::Ttl(ttl),
-        (None, None) => Expiry::Never,
-    };
-    e.content = f.raw("content").filter(|c| c.get() != "null").map(|c| c.get().to_string());
-    e.embedding = f.get::<Vec<f32>>("embedding", "an array of numbers")?;
-    f.finish()?;
-    Ok(e)
 }
 
 /// The most dimensions an embedding may have: above today's largest embedding models
@@ -345,22 +302,6 @@ pub(crate) fn holds(view: &RecordView<'_>, input: &EpisodeInput) -> bool {
         && view.content() == input.content.as_deref()
         && view.embedding().map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
             == input.embedding.as_ref().map(|v| v.iter().map(|x| x.to_bits()).collect())
-}
-
-/// Parse a `mnem_put_episodes` buffer whole; errors name the line.
-pub fn parse_episode_lines(jsonl: &str) -> Result<Vec<EpisodeInput>> {
-    json::lines(jsonl)?.map(|(n, l)| parse_episode_line(l).map_err(|e| e.context(format!("line {n}")))).collect()
-}
-
-/// Parse a `mnem_delete_episodes` buffer: one JSON string UUID per line.
-pub fn parse_id_lines(jsonl: &str) -> Result<Vec<Uuid>> {
-    json::lines(jsonl)?
-        .map(|(n, l)| {
-            let s: String = serde_json::from_str(l)
-                .map_err(|_| Error::invalid(format!("line {n}: expected a JSON string holding a UUID")))?;
-            parse_uuid(&s, "id").map_err(|e| e.context(format!("line {n}")))
-        })
-        .collect()
 }
 
 impl crate::engine::Engine {

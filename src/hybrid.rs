@@ -1,11 +1,11 @@
 //! Hybrid retrieval: BM25 and HNSW candidates fused by weighted reciprocal rank fusion
-//! (Cormack, Clarke and Buettcher), rank constant 60, ranks from 1, ties by UUID.
+//! (Cormack, Clarke and Buettcher), rank constant 60, ranks from 1, ties by UUID. The
+//! query is parsed and the results written by `crate::wire::query`.
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::json::{self, Fields};
 use crate::keys::Namespace;
-use crate::lexical::{Filter, KeywordQuery, MAX_SEARCH_LIMIT};
+use crate::lexical::{Filter, KeywordQuery, DEFAULT_LIMIT, MAX_SEARCH_LIMIT};
 use crate::record::{Episode, ScanView};
 use crate::store::now_ms;
 use std::collections::HashMap;
@@ -38,32 +38,12 @@ impl HybridQuery {
         HybridQuery {
             text: text.into(),
             vector: None,
-            limit: 10,
+            limit: DEFAULT_LIMIT,
             semantic_weight: DEFAULT_SEMANTIC_WEIGHT,
             candidates: DEFAULT_CANDIDATES,
             episode_type: None,
             tag: None,
         }
-    }
-
-    pub fn parse(query_json: &str) -> Result<HybridQuery> {
-        let mut f = Fields::strict(json::parse_object(query_json)?);
-        let text = crate::lexical::required_text(&mut f)?;
-        let mut q = HybridQuery::new(text);
-        q.vector = f.get::<Vec<f32>>("vector", "an array of numbers")?;
-        if let Some(l) = f.get::<u64>("limit", "a non-negative integer")? {
-            q.limit = usize::try_from(l).unwrap_or(usize::MAX);
-        }
-        if let Some(w) = f.get::<f64>("semantic_weight", "a number from 0 to 1")? {
-            q.semantic_weight = w;
-        }
-        if let Some(c) = f.get::<u64>("candidates", "a positive integer")? {
-            q.candidates = usize::try_from(c).unwrap_or(usize::MAX);
-        }
-        q.episode_type = f.string("episode_type")?;
-        q.tag = f.string("tag")?;
-        f.finish()?;
-        Ok(q)
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -215,23 +195,4 @@ impl Engine {
         }
         self.hybrid_search(ns, &q)
     }
-}
-
-pub fn write_results(out: &mut Vec<u8>, results: &[HybridSearchResult]) {
-    out.extend_from_slice(b"{\"results\":[");
-    for (i, r) in results.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"record\":");
-        r.record.write_json(out);
-        out.extend_from_slice(b",\"score\":");
-        json::push_f64(out, r.score);
-        out.extend_from_slice(b",\"keyword_score\":");
-        json::push_f64(out, r.keyword_score);
-        out.extend_from_slice(b",\"semantic_score\":");
-        json::push_f64(out, r.semantic_score);
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"]}");
 }

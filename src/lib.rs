@@ -24,7 +24,6 @@ pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod hybrid;
-mod json;
 pub mod keys;
 pub mod lexical;
 mod mnem;
@@ -33,6 +32,7 @@ mod runs;
 pub mod store;
 mod upgrade;
 pub mod vector;
+mod wire;
 
 pub use adk::EventOptions;
 pub use admin::{
@@ -48,13 +48,15 @@ pub use mnem::{Mnem, Stats};
 pub use record::Episode;
 pub use store::{OpenOptions, FORMAT_VERSION, MEMORY_PATH};
 
-/// JSON writers used by the C ABI, public so that Rust callers can produce the same bytes.
+/// JSON writers used by the C ABI (`wire`, docs/WIRE.md), public so that Rust callers can
+/// produce the same bytes.
 pub mod output {
-    pub use crate::hybrid::write_results as write_hybrid_results;
-    pub use crate::lexical::{write_episodes, write_page, write_results};
+    pub use crate::wire::adk::write_memories;
+    pub use crate::wire::episode::write_episode_list;
+    pub use crate::wire::query::{write_episodes, write_hybrid_results, write_page, write_results};
 }
 
-/// Parsers of the C ABI's JSON inputs, public for the same reason.
+/// Parsers of the C ABI's JSON inputs (`wire`, docs/WIRE.md), public for the same reason.
 pub mod input {
-    pub use crate::episodes::{parse_episode_line, parse_episode_lines, parse_id_lines};
+    pub use crate::wire::episode::{parse_episode_line, parse_episode_lines, parse_id_lines};
 }

@@ -1,6 +1,8 @@
 //! `Mnem`: the public API, one method per operation, each delegating to the module that
-//! does it (`adk`, `episodes`, `lexical`, `hybrid`) through the `engine`.
+//! does it (`adk`, `episodes`, `lexical`, `hybrid`) through the `engine`; the JSON that
+//! some methods take or return is read and written by `wire`.
 
+use crate::adk::EventOptions;
 use crate::engine::Engine;
 pub use crate::engine::Stats;
 use crate::error::Result;
@@ -8,9 +10,15 @@ use crate::hybrid::{EmbeddingProvider, HybridQuery, HybridSearchResult};
 use crate::keys::Namespace;
 use crate::lexical::{KeywordQuery, KeywordSearchResult, LexicalPage, LexicalQuery};
 use crate::record::Episode;
-use crate::store::{OpenOptions, Store, FORMAT_VERSION};
+use crate::store::{now_ms, OpenOptions, Store};
+use crate::wire;
 use crate::EpisodeInput;
 use uuid::Uuid;
+
+/// The time ADK gives an event without a timestamp: now, in seconds.
+fn now_secs() -> f64 {
+    now_ms() as f64 / 1000.0
+}
 
 /// The whole library behind one handle. Every method is safe to call from many threads.
 pub struct Mnem {
@@ -56,25 +64,9 @@ impl Mnem {
 
     /// The statistics as the JSON object `mnem_stats` writes.
     pub fn stats_json(&self) -> Vec<u8> {
-        let s = self.stats();
-        let cache = |c: &crate::cache::CacheStats| {
-            let total = c.hits + c.misses;
-            let rate = if total == 0 { 0.0 } else { c.hits as f64 / total as f64 };
-            format!(
-                "{{\"budget_bytes\":{},\"used_bytes\":{},\"entries\":{},\"hits\":{},\"misses\":{},\"hit_rate\":{rate},\"evictions\":{}}}",
-                c.budget_bytes, c.used_bytes, c.entries, c.hits, c.misses, c.evictions
-            )
-        };
-        format!(
-            "{{\"format\":{FORMAT_VERSION},\"opened_format\":{},\"indexes_built\":{},\"journal_replayed\":{},\"cache_bytes\":{},\"graph_cache\":{},\"block_cache\":{}}}",
-            s.opened_format,
-            s.indexes_built,
-            s.journal_replayed,
-            s.cache.budget_bytes + s.block_cache.budget_bytes,
-            cache(&s.cache),
-            cache(&s.block_cache)
-        )
-        .into_bytes()
+        let mut out = Vec::new();
+        wire::admin::write_stats(&mut out, &self.stats());
+        out
     }
 
     // ---- the ADK memory seam (`adk`) ----
@@ -83,7 +75,10 @@ impl Mnem {
     /// (those with content and parts, not tombstoned); the bucket keeps its position.
     /// Returns the number of events the bucket now holds.
     pub fn add_session(&self, ns: &Namespace, session_id: &str, events_jsonl: &str) -> Result<u64> {
-        self.engine.add_session(ns, session_id, events_jsonl)
+        // Before parsing: a read-only store refuses every write, whatever the input.
+        self.engine.store.check_writable()?;
+        let events = wire::adk::parse_events(events_jsonl, now_secs())?;
+        self.engine.add_session(ns, session_id, &events)
     }
 
     /// `add_events_to_memory`: append the events whose ids are neither in the bucket nor
@@ -95,7 +90,10 @@ impl Mnem {
         events_jsonl: &str,
         custom_metadata: &str,
     ) -> Result<u64> {
-        self.engine.add_events(ns, session_id, events_jsonl, custom_metadata)
+        self.engine.store.check_writable()?;
+        let opts = EventOptions::parse(custom_metadata)?;
+        let events = wire::adk::parse_events(events_jsonl, now_secs())?;
+        self.engine.add_events(ns, session_id, &events, &opts)
     }
 
     /// `delete_memory`: remove every event (and ADK memory) reported as `memory_id` from
@@ -114,7 +112,9 @@ impl Mnem {
     /// `search_memory`: ADK's `SearchMemoryResponse` as JSON, ranked like google-adk's
     /// `InMemoryMemoryService`. The index and the records are read from one snapshot.
     pub fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
-        self.engine.search(ns, query)
+        let mut out = Vec::with_capacity(1024);
+        wire::adk::write_memories(&mut out, &self.engine.search(ns, query)?);
+        Ok(out)
     }
 
     // ---- episodes (`episodes`) ----

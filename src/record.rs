@@ -123,12 +123,6 @@ impl Episode {
         RecordView::parse(id, bytes)?.to_episode()
     }
 
-    /// The episode as the APIs return it; see `RecordView::write_json`.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
-        let bytes = self.encode();
-        RecordView::parse(self.id, &bytes).expect("a fresh encoding parses").write_json(out);
-    }
-
     /// Visible at `now_ms`: not deleted and not expired (invisible at and after expiry).
     pub fn is_visible(&self, now_ms: i64) -> bool {
         !self.deleted && self.expires_at_ms.is_none_or(|e| now_ms < e)
@@ -269,62 +263,6 @@ impl<'a> RecordView<'a> {
             content: self.content().map(str::to_owned),
             embedding: self.embedding(),
         })
-    }
-
-    /// The episode as the APIs return it (EPISODE JSON in include/mnem.h); the embedding is not echoed.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"id\":\"");
-        out.extend_from_slice(self.id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
-        out.extend_from_slice(b"\",\"revision\":");
-        out.extend_from_slice(self.revision.to_string().as_bytes());
-        out.push(b',');
-        self.write_json_fields(out);
-        out.push(b'}');
-    }
-
-    /// The stored fields from `episode_type` to `content` as JSON members (no braces): what
-    /// the APIs' EPISODE JSON and an export's episode line share.
-    pub(crate) fn write_json_fields(&self, out: &mut Vec<u8>) {
-        use crate::json::{push_f64, push_opt_str, push_str};
-        out.extend_from_slice(b"\"episode_type\":");
-        push_str(out, self.episode_type);
-        out.extend_from_slice(b",\"tags\":[");
-        for (i, t) in self.tags().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            push_str(out, t);
-        }
-        out.extend_from_slice(b"],\"primary\":");
-        push_str(out, self.primary);
-        out.extend_from_slice(b",\"secondary\":");
-        push_str(out, self.secondary);
-        out.extend_from_slice(b",\"context\":");
-        push_str(out, self.context);
-        out.extend_from_slice(b",\"metadata\":");
-        out.extend_from_slice(if self.metadata.is_empty() { "{}" } else { self.metadata }.as_bytes());
-        out.extend_from_slice(b",\"author\":");
-        push_opt_str(out, self.author());
-        out.extend_from_slice(b",\"session_id\":");
-        push_opt_str(out, self.session_id());
-        out.extend_from_slice(b",\"event_id\":");
-        push_opt_str(out, self.event_id());
-        out.extend_from_slice(b",\"timestamp\":");
-        match self.timestamp() {
-            Some(t) => push_f64(out, t),
-            None => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(b",\"created_at_ms\":");
-        out.extend_from_slice(self.created_at_ms.to_string().as_bytes());
-        out.extend_from_slice(b",\"updated_at_ms\":");
-        out.extend_from_slice(self.updated_at_ms.to_string().as_bytes());
-        out.extend_from_slice(b",\"expires_at_ms\":");
-        match self.expires_at_ms() {
-            Some(e) => out.extend_from_slice(e.to_string().as_bytes()),
-            None => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(b",\"content\":");
-        out.extend_from_slice(self.content().unwrap_or("null").as_bytes());
     }
 }
 

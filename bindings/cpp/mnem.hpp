@@ -92,7 +92,7 @@ class Embedder {
 
 /// Options of Store::hybrid_search_text besides the text.
 struct HybridOptions {
-  uint64_t limit = 10;                     // 0 returns no results
+  std::optional<uint64_t> limit;           // library default (10) when empty; 0: no results
   std::optional<double> semantic_weight;   // library default (0.5) when empty
   std::optional<uint64_t> candidates;      // candidate multiplier; library default when empty
   std::optional<std::string> episode_type;
@@ -335,7 +335,7 @@ struct Stats {
 /// BM25 over the namespace (mnem_keyword_search). Empty optionals take the library's defaults.
 struct KeywordQuery {
   std::string text{};
-  std::optional<uint64_t> limit{};  // default 10
+  std::optional<uint64_t> limit{};  // default 10; 0 returns no results
   std::optional<std::string> episode_type{};
   std::optional<std::string> tag{};
 };
@@ -343,7 +343,7 @@ struct KeywordQuery {
 /// Case-insensitive substring search (mnem_substring_search).
 struct SubstringQuery {
   std::string text{};
-  std::optional<uint64_t> limit{};
+  std::optional<uint64_t> limit{};  // default 10; 0 returns no results
   std::optional<std::string> episode_type{};
   std::optional<std::string> tag{};
 };
@@ -351,7 +351,7 @@ struct SubstringQuery {
 /// One bounded BM25 page (mnem_lexical_page).
 struct LexicalPageQuery {
   std::string text{};
-  std::optional<uint64_t> limit{};
+  std::optional<uint64_t> limit{};     // 1-100, default 10
   std::optional<std::string> after{};  // a previous page's next_after
   std::optional<std::string> episode_type{};
   std::optional<std::string> tag{};
@@ -363,7 +363,7 @@ struct LexicalPageQuery {
 struct HybridQuery {
   std::string text{};
   std::vector<float> vector{};
-  uint64_t limit = 10;  // 0 returns no results
+  std::optional<uint64_t> limit{};  // default 10; 0 returns no results
   std::optional<double> semantic_weight{};
   std::optional<uint64_t> candidates{};
   std::optional<std::string> episode_type{};
@@ -681,7 +681,8 @@ inline void to_json(nlohmann::json& j, const LexicalPageQuery& q) {
 }
 
 inline void to_json(nlohmann::json& j, const HybridQuery& q) {
-  nlohmann::json o = {{"text", q.text}, {"limit", q.limit}};
+  nlohmann::json o = {{"text", q.text}};
+  detail::set_if(o, "limit", q.limit);
   if (!q.vector.empty()) o["vector"] = detail::finite_array(q.vector, "hybrid_search");
   if (q.semantic_weight) {
     if (!std::isfinite(*q.semantic_weight))
@@ -838,8 +839,10 @@ class Store {
     handle(op);
     std::string q = "{\"text\":";
     detail::append_json_string(q, text);
-    q += ",\"limit\":";
-    detail::append_number(q, opts.limit, op);
+    if (opts.limit) {
+      q += ",\"limit\":";
+      detail::append_number(q, *opts.limit, op);
+    }
     if (opts.semantic_weight) {
       q += ",\"semantic_weight\":";
       detail::append_number(q, *opts.semantic_weight, op);
@@ -857,7 +860,7 @@ class Store {
       detail::append_json_string(q, *opts.tag);
     }
     // Invalid UTF-8 goes to the library unembedded, which rejects it.
-    bool wants_vector = opts.limit > 0 && detail::classify(text) == detail::TextKind::text &&
+    bool wants_vector = !(opts.limit && *opts.limit == 0) && detail::classify(text) == detail::TextKind::text &&
                         !(opts.semantic_weight && *opts.semantic_weight == 0.0);
     if (wants_vector) {
       std::vector<float> v = embedder.embed(text);

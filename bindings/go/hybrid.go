@@ -20,7 +20,8 @@ func (f EmbedderFunc) Embed(text string) ([]float32, error) { return f(text) }
 
 // HybridSearchText embeds q.Text with e (unless q.Vector is already set) and
 // runs HybridSearch. The embedder is not called when the search cannot use a
-// vector: Limit <= 0, blank or invalid text, or SemanticWeight 0.
+// vector: a negative Limit, blank or invalid text, or SemanticWeight 0 (a zero
+// Limit is the default, as in HybridSearch).
 func (s *Store) HybridSearchText(app, user string, q HybridQuery, e Embedder) ([]HybridResult, error) {
 	q, err := embedQuery(q, e)
 	if err != nil {
@@ -34,7 +35,7 @@ func embedQuery(q HybridQuery, e Embedder) (HybridQuery, error) {
 	if !utf8.ValidString(q.Text) {
 		return q, invalidArg("hybrid_search", "invalid UTF-8 in Text")
 	}
-	needsVector := q.Vector == nil && e != nil && q.Limit > 0 &&
+	needsVector := q.Vector == nil && e != nil && q.Limit >= 0 &&
 		strings.TrimSpace(q.Text) != "" &&
 		(q.SemanticWeight == nil || *q.SemanticWeight != 0)
 	if needsVector {

@@ -79,7 +79,7 @@ type KeywordQuery struct {
 // SubstringQuery is a case-insensitive substring search of primary/secondary/context.
 type SubstringQuery struct {
 	Text        string `json:"text"`
-	Limit       int    `json:"limit,omitempty"` // 0 = library default
+	Limit       int    `json:"limit,omitempty"` // 0 = library default (10)
 	EpisodeType string `json:"episode_type,omitempty"`
 	Tag         string `json:"tag,omitempty"`
 }
@@ -106,17 +106,17 @@ type LexicalPageResult struct {
 	Exhaustive     bool            `json:"exhaustive"`
 }
 
-// DefaultLimit is the library's default result limit.
+// DefaultLimit is the library's default result limit: what a Limit of 0 asks for in
+// KeywordQuery, SubstringQuery, LexicalPageQuery and HybridQuery. In Go a zero Limit is
+// an absent one (docs/WIRE.md: an absent limit takes the default); to get no results,
+// make no call.
 const DefaultLimit = 10
 
 // HybridQuery is a fused lexical + vector search (mnem_hybrid_search in include/mnem.h).
-//
-// Unlike the other queries, Limit is always sent: 0 means no results, as in
-// mnem_hybrid_search; use DefaultLimit for the default.
 type HybridQuery struct {
 	Text   string    `json:"text"`
 	Vector []float32 `json:"vector,omitempty"`
-	Limit  int       `json:"limit"`
+	Limit  int       `json:"limit,omitempty"` // 0 = library default (10)
 	// SemanticWeight in [0,1]; nil = library default (0.5). Lexical weight is 1 - this.
 	SemanticWeight *float64 `json:"semantic_weight,omitempty"`
 	Candidates     int      `json:"candidates,omitempty"` // multiplier; 0 = default

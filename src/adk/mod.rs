@@ -18,11 +18,11 @@ pub mod tokenizer;
 use crate::engine::Engine;
 use crate::episodes::{self, EpisodeInput, Expiry, Pending};
 use crate::error::{Error, Result};
-use crate::json::{self, Fields};
 use crate::keys::{self, adk_tag, Namespace};
 use crate::record::RecordView;
 use crate::store::{now_ms, CF_ADK};
-use event::AdkEvent;
+pub use event::EventOptions;
+use event::{line_context, AdkEvent, Memory};
 use index::{Entry, Place, MEMORY_BUCKET};
 use rocksdb::WriteBatch;
 use std::collections::HashSet;
@@ -33,46 +33,6 @@ pub const UNKNOWN_SESSION_ID: &str = "__unknown_session_id__";
 /// Episode type of stored ADK events, and of ADK memories (`add_memory`).
 pub const EVENT_TYPE: &str = "event";
 pub const MEMORY_TYPE: &str = "memory";
-
-/// What `mnem_add_events` reads from its `custom_metadata` (other keys are ignored).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct EventOptions {
-    pub ttl_ms: Option<i64>,
-    pub tags: Vec<String>,
-    pub episode_type: Option<String>,
-}
-
-impl EventOptions {
-    pub fn parse(custom_metadata: &str) -> Result<EventOptions> {
-        if custom_metadata.trim().is_empty() {
-            return Ok(EventOptions::default());
-        }
-        let mut f = Fields::lenient(json::parse_object(custom_metadata).map_err(|e| e.context("custom_metadata"))?);
-        let ttl_ms = f.get::<i64>("ttl_ms", "an integer number of milliseconds")?;
-        if ttl_ms.is_some_and(|t| t <= 0) {
-            return Err(Error::invalid("custom_metadata: `ttl_ms` must be positive"));
-        }
-        let tags = f.get::<Vec<String>>("tags", "an array of strings")?.unwrap_or_default();
-        let episode_type = f.string("episode_type")?;
-        Ok(EventOptions { ttl_ms, tags, episode_type })
-    }
-}
-
-/// The events of a batch that ADK stores, each with its line number (errors name it).
-fn parse_events(jsonl: &str) -> Result<Vec<(usize, AdkEvent)>> {
-    let now = now_ms() as f64 / 1000.0;
-    let mut out = Vec::new();
-    for (n, line) in json::lines(jsonl)? {
-        if let Some(e) = event::parse_event(line, now).map_err(|e| e.context(line_context(n)))? {
-            out.push((n, e));
-        }
-    }
-    Ok(out)
-}
-
-fn line_context(n: usize) -> String {
-    format!("events_jsonl line {n}")
-}
 
 /// The episode an ADK event is stored as.
 fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeInput {
@@ -190,13 +150,12 @@ impl<'m> AdkWrite<'m> {
 
 impl Engine {
     /// `Mnem::add_session` (the public documentation is there).
-    pub(crate) fn add_session(&self, ns: &Namespace, session_id: &str, events_jsonl: &str) -> Result<u64> {
+    pub(crate) fn add_session(&self, ns: &Namespace, session_id: &str, events: &[(usize, AdkEvent)]) -> Result<u64> {
         self.store.check_writable()?;
-        let events = parse_events(events_jsonl)?;
         let _w = self.write_lock.lock();
         let mut w = AdkWrite::new(self, ns);
         let mut kept = Vec::with_capacity(events.len());
-        for (line, ev) in &events {
+        for (line, ev) in events {
             if !w.pending.is_tombstoned(&ev.id)? {
                 kept.push((*line, event_input(ev, session_id, &EventOptions::default())));
             }
@@ -240,12 +199,10 @@ impl Engine {
         &self,
         ns: &Namespace,
         session_id: &str,
-        events_jsonl: &str,
-        custom_metadata: &str,
+        events: &[(usize, AdkEvent)],
+        opts: &EventOptions,
     ) -> Result<u64> {
         self.store.check_writable()?;
-        let opts = EventOptions::parse(custom_metadata)?;
-        let events = parse_events(events_jsonl)?;
         let session_id = if session_id.is_empty() { UNKNOWN_SESSION_ID } else { session_id };
         let _w = self.write_lock.lock();
         let mut w = AdkWrite::new(self, ns);
@@ -254,14 +211,14 @@ impl Engine {
         let mut seen: HashSet<String> =
             w.bucket_entries(bucket.position)?.into_iter().filter(|e| e.visible(now)).map(|e| e.memory_id).collect();
         let mut added = 0;
-        for (line, ev) in &events {
+        for (line, ev) in events {
             if seen.contains(&ev.id) || w.pending.is_tombstoned(&ev.id)? {
                 continue;
             }
             seen.insert(ev.id.clone());
             let seq = bucket.next_seq;
             bucket.next_seq += 1;
-            w.append(*line, event_input(ev, session_id, &opts), bucket.position, seq)?;
+            w.append(*line, event_input(ev, session_id, opts), bucket.position, seq)?;
             added += 1;
         }
         w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
@@ -303,35 +260,25 @@ impl Engine {
         Ok(Some(entries.into_iter().filter(|e| e.visible(now)).map(|e| e.memory_id).collect()))
     }
 
-    /// `Mnem::search` (the public documentation is there).
-    pub(crate) fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<u8>> {
+    /// `Mnem::search` (the public documentation is there): the memories, best first.
+    pub(crate) fn search(&self, ns: &Namespace, query: &str) -> Result<Vec<Memory>> {
         let prefix = ns.prefix();
         let snap = self.read_snapshot()?;
         let now = now_ms();
-        let mut out = Vec::with_capacity(1024);
-        out.extend_from_slice(b"{\"memories\":[");
-        let mut first = true;
+        let mut out = Vec::new();
         for e in search::search(&self.store, &snap, &prefix, query, now)? {
             let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &e.uuid)? else { continue };
             let view = RecordView::parse(e.uuid, &bytes)?;
             if !view.is_visible(now) {
                 continue;
             }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.extend_from_slice(b"{\"id\":");
-            json::push_str(&mut out, &e.memory_id);
-            out.extend_from_slice(b",\"content\":");
-            out.extend_from_slice(view.content().unwrap_or("null").as_bytes());
-            out.extend_from_slice(b",\"author\":");
-            json::push_opt_str(&mut out, view.author());
-            out.extend_from_slice(b",\"timestamp\":");
-            json::push_opt_str(&mut out, view.timestamp().and_then(timestamp::format_timestamp).as_deref());
-            out.extend_from_slice(b",\"custom_metadata\":{}}");
+            out.push(Memory {
+                id: e.memory_id,
+                content: view.content().map(str::to_owned),
+                author: view.author().map(str::to_owned),
+                timestamp: view.timestamp(),
+            });
         }
-        out.extend_from_slice(b"]}");
         Ok(out)
     }
 }

@@ -23,34 +23,6 @@ pub struct CheckReport {
     pub problem: Option<Error>,
 }
 
-impl CheckReport {
-    pub fn to_json(&self) -> Vec<u8> {
-        let mut out = format!(
-            "{{\"ok\":{},\"keys\":{{\"meta\":{},\"episodes\":{},\"adk\":{},\"index\":{}}},\"bytes\":{},\"episodes\":{},\"problem\":",
-            self.problem.is_none(),
-            self.keys[0],
-            self.keys[1],
-            self.keys[2],
-            self.keys[3],
-            self.bytes,
-            self.episodes
-        )
-        .into_bytes();
-        match &self.problem {
-            Some(e) => {
-                out.extend_from_slice(b"{\"status\":");
-                crate::json::push_str(&mut out, e.status.name());
-                out.extend_from_slice(b",\"message\":");
-                crate::json::push_str(&mut out, &e.message);
-                out.push(b'}');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
-        out.push(b'}');
-        out
-    }
-}
-
 impl Engine {
     /// `Mnem::check` (the public documentation is there).
     pub(crate) fn check(&self, progress: &mut dyn FnMut(u64)) -> CheckReport {

@@ -4,16 +4,14 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::json::push_str;
 use crate::keys::{self, adk_tag, Namespace};
 use crate::record::RecordView;
-use crate::store::{Snapshot, CF_ADK, CF_EPISODES, FORMAT_VERSION};
+use crate::store::{Snapshot, CF_ADK, CF_EPISODES};
+use crate::wire::export as lines;
+pub use crate::wire::export::EXPORT_VERSION;
 use crate::Mnem;
 use std::io::Write;
 use uuid::Uuid;
-
-/// The version of the export format (the header line's `mnem_export`).
-pub const EXPORT_VERSION: u32 = 1;
 
 /// What an export or import went through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,28 +44,6 @@ impl Writer<'_> {
         self.line.clear();
         Ok(())
     }
-}
-
-fn push_namespace_fields(out: &mut Vec<u8>, ns: &Namespace) {
-    out.extend_from_slice(b"\"app_name\":");
-    push_str(out, &ns.app_name);
-    out.extend_from_slice(b",\"user_id\":");
-    push_str(out, &ns.user_id);
-}
-
-/// An episode line: every stored field, the raw `metadata` and `content` text, the embedding
-/// (shortest round-trip f32 decimals).
-fn push_episode(out: &mut Vec<u8>, v: &RecordView<'_>) {
-    out.extend_from_slice(b"{\"type\":\"episode\",\"id\":\"");
-    out.extend_from_slice(v.id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
-    out.extend_from_slice(format!("\",\"revision\":{},\"deleted\":{},", v.revision, v.deleted()).as_bytes());
-    v.write_json_fields(out);
-    out.extend_from_slice(b",\"embedding\":");
-    match v.embedding() {
-        Some(e) => serde_json::to_writer(&mut *out, &e).expect("writing to a Vec cannot fail"),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.push(b'}');
 }
 
 /// Where an export stands: enough to resume it in a later call (`mnem_export_page`).
@@ -156,21 +132,7 @@ impl Run<'_, '_, '_> {
     /// Write lines until the export ends (true) or the budget is spent (false).
     fn run(&mut self) -> Result<bool> {
         if !self.cur.header_done {
-            self.w.line.extend_from_slice(
-                format!(
-                    "{{\"type\":\"header\",\"mnem_export\":{EXPORT_VERSION},\"format\":{FORMAT_VERSION},\"scope\":"
-                )
-                .as_bytes(),
-            );
-            match &self.only {
-                Some(ns) => {
-                    self.w.line.push(b'{');
-                    push_namespace_fields(&mut self.w.line, ns);
-                    self.w.line.push(b'}');
-                }
-                None => self.w.line.extend_from_slice(b"\"store\""),
-            }
-            self.w.line.push(b'}');
+            lines::write_header(&mut self.w.line, self.only.as_ref());
             self.w.emit()?;
             self.cur.header_done = true;
         }
@@ -186,11 +148,7 @@ impl Run<'_, '_, '_> {
                         self.cur.pos.clear();
                     }
                     None => {
-                        let c = &self.cur;
-                        self.w.line.extend_from_slice(
-                            format!("{{\"type\":\"end\",\"namespaces\":{},\"episodes\":{}}}", c.namespaces, c.episodes)
-                                .as_bytes(),
-                        );
+                        lines::write_end(&mut self.w.line, self.cur.namespaces, self.cur.episodes);
                         self.w.emit()?;
                         self.cur.finished = true;
                     }
@@ -251,11 +209,7 @@ impl Run<'_, '_, '_> {
             })?;
             for (suffix, id) in &pending {
                 let (p, seq) = keys::parse_order_suffix(suffix).ok_or_else(|| Self::bad("ADK order key"))?;
-                self.w.line.extend_from_slice(
-                    format!("{{\"type\":\"order\",\"position\":{p},\"seq\":{seq},\"id\":\"").as_bytes(),
-                );
-                self.w.line.extend_from_slice(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
-                self.w.line.extend_from_slice(b"\"}");
+                lines::write_order(&mut self.w.line, p, seq, id);
                 self.w.emit()?;
                 self.cur.pos = suffix.clone();
                 if self.full() {
@@ -340,7 +294,7 @@ impl Run<'_, '_, '_> {
 
     fn episode(&mut self, id: Uuid, bytes: &[u8]) -> Result<()> {
         let v = RecordView::parse(id, bytes)?;
-        push_episode(&mut self.w.line, &v);
+        lines::write_episode(&mut self.w.line, &v);
         self.w.emit()?;
         self.cur.episodes += 1;
         (self.progress)(self.cur.episodes, self.w.bytes);
@@ -356,11 +310,7 @@ impl Run<'_, '_, '_> {
         };
         let dimension = self.engine.vectors.dimension(store, snap, ns)?;
         let w = &mut self.w;
-        w.line.extend_from_slice(b"{\"type\":\"namespace\",");
-        push_namespace_fields(&mut w.line, ns);
-        w.line.extend_from_slice(format!(",\"next_bucket\":{next_bucket},\"dimension\":").as_bytes());
-        w.line.extend_from_slice(dimension.map_or("null".to_string(), |d| d.to_string()).as_bytes());
-        w.line.push(b'}');
+        lines::write_namespace(&mut w.line, ns, next_bucket, dimension);
         w.emit()?;
         let mut buckets: Vec<(u32, u64, String)> = Vec::new();
         let mut tombstones: Vec<String> = Vec::new();
@@ -381,15 +331,11 @@ impl Run<'_, '_, '_> {
         }
         buckets.sort();
         for (pos, next_seq, session) in &buckets {
-            w.line.extend_from_slice(b"{\"type\":\"bucket\",\"session_id\":");
-            push_str(&mut w.line, session);
-            w.line.extend_from_slice(format!(",\"position\":{pos},\"next_seq\":{next_seq}}}").as_bytes());
+            lines::write_bucket(&mut w.line, session, *pos, *next_seq);
             w.emit()?;
         }
         for t in &tombstones {
-            w.line.extend_from_slice(b"{\"type\":\"deleted_memory_id\",\"memory_id\":");
-            push_str(&mut w.line, t);
-            w.line.push(b'}');
+            lines::write_deleted_memory_id(&mut w.line, t);
             w.emit()?;
         }
         Ok(())

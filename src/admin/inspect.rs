@@ -3,9 +3,8 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::json::{self, push_str};
 use crate::keys::{self, adk_tag, index_tag, Namespace};
-use crate::record::{RecordView, ScanView};
+use crate::record::{Episode, ScanView};
 use crate::store::{now_ms, Snapshot, CF_ADK, CF_EPISODES, CF_INDEX};
 use crate::Mnem;
 use uuid::Uuid;
@@ -201,112 +200,19 @@ impl Engine {
     }
 
     /// `Mnem::get_episodes` (the public documentation is there).
-    pub(crate) fn get_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<Vec<u8>> {
+    pub(crate) fn get_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<Vec<Option<Episode>>> {
         let snap = self.store.snapshot();
         let now = now_ms();
         let prefix = ns.prefix();
-        let mut out = b"{\"episodes\":[".to_vec();
-        for (i, id) in ids.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            match self.store.get_episode_raw(&snap, &prefix, id)? {
+        ids.iter()
+            .map(|id| match self.store.get_episode_raw(&snap, &prefix, id)? {
                 Some(bytes) => {
-                    let view = RecordView::parse(*id, &bytes)?;
-                    if view.is_visible(now) {
-                        view.write_json(&mut out);
-                    } else {
-                        out.extend_from_slice(b"null");
-                    }
+                    let e = Episode::decode(*id, &bytes)?;
+                    Ok(e.is_visible(now).then_some(e))
                 }
-                None => out.extend_from_slice(b"null"),
-            }
-        }
-        out.extend_from_slice(b"]}");
-        Ok(out)
-    }
-}
-
-fn push_namespace(out: &mut Vec<u8>, ns: &Namespace) {
-    out.extend_from_slice(b"{\"app_name\":");
-    push_str(out, &ns.app_name);
-    out.extend_from_slice(b",\"user_id\":");
-    push_str(out, &ns.user_id);
-}
-
-impl NamespacePage {
-    /// `{"namespaces":[{"app_name","user_id","episodes"}...],"next_after":{"app_name","user_id"}|null}`.
-    pub fn to_json(&self) -> Vec<u8> {
-        let mut out = b"{\"namespaces\":[".to_vec();
-        for (i, n) in self.namespaces.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            push_namespace(&mut out, &n.namespace);
-            out.extend_from_slice(format!(",\"episodes\":{}}}", n.episodes).as_bytes());
-        }
-        out.extend_from_slice(b"],\"next_after\":");
-        match &self.next_after {
-            Some(ns) => {
-                push_namespace(&mut out, ns);
-                out.push(b'}');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
-        out.push(b'}');
-        out
-    }
-
-    /// Parse a `list_namespaces` query: `{"after": {"app_name","user_id"} | null, "limit"}`.
-    pub fn parse_query(query_json: &str) -> Result<(Option<Namespace>, usize)> {
-        if query_json.trim().is_empty() {
-            return Ok((None, 100));
-        }
-        let mut f = json::Fields::strict(json::parse_object(query_json)?);
-        let limit = match f.get::<i64>("limit", "an integer from 1 to 1000")? {
-            None => 100,
-            Some(n) if (1..=MAX_NAMESPACE_PAGE as i64).contains(&n) => n as usize,
-            Some(_) => return Err(Error::invalid("`limit` must be an integer from 1 to 1000")),
-        };
-        let after = match f.raw("after") {
-            None => None,
-            Some(v) if v.get() == "null" => None,
-            Some(v) => {
-                let mut a = json::Fields::strict(json::parse_object(v.get()).map_err(|e| e.context("after"))?);
-                let app = a.string("app_name")?.ok_or_else(|| Error::invalid("after: `app_name` is required"))?;
-                let user = a.string("user_id")?.ok_or_else(|| Error::invalid("after: `user_id` is required"))?;
-                a.finish().map_err(|e| e.context("after"))?;
-                Some(Namespace::new(app, user))
-            }
-        };
-        f.finish()?;
-        Ok((after, limit))
-    }
-}
-
-impl NamespaceStats {
-    /// The statistics as the JSON object `mnem_namespace_stats` writes.
-    pub fn to_json(&self) -> Vec<u8> {
-        let kc = |c: &KeyCount| format!("{{\"keys\":{},\"bytes\":{}}}", c.keys, c.bytes);
-        format!(
-            "{{\"records\":{},\"live\":{},\"deleted\":{},\"expired\":{},\"buckets\":{},\"bucket_events\":{},\
-             \"memory_tombstones\":{},\"adk\":{},\"index\":{{\"bm25\":{},\"adk\":{},\"vector\":{}}},\
-             \"dimension\":{},\"approximate_file_bytes\":{}}}",
-            kc(&self.records),
-            self.live,
-            self.deleted,
-            self.expired,
-            self.buckets,
-            self.bucket_events,
-            self.memory_tombstones,
-            kc(&self.adk),
-            kc(&self.bm25_index),
-            kc(&self.adk_index),
-            kc(&self.vector_index),
-            self.dimension.map_or("null".to_string(), |d| d.to_string()),
-            self.approximate_file_bytes
-        )
-        .into_bytes()
+                None => Ok(None),
+            })
+            .collect()
     }
 }
 
@@ -322,7 +228,9 @@ impl Mnem {
                 ids.len()
             )));
         }
-        self.engine().get_episodes(ns, ids)
+        let mut out = Vec::new();
+        crate::wire::episode::write_episode_list(&mut out, &self.engine().get_episodes(ns, ids)?);
+        Ok(out)
     }
 
     /// The store's namespaces in key order (by the byte length of `app_name`, then its bytes,

@@ -16,4 +16,4 @@ mod view;
 pub use check::CheckReport;
 pub use export::{Progress, Transfer, EXPORT_VERSION};
 pub use forget::Forgotten;
-pub use inspect::{KeyCount, NamespaceInfo, NamespacePage, NamespaceStats, MAX_GET_EPISODES};
+pub use inspect::{KeyCount, NamespaceInfo, NamespacePage, NamespaceStats, MAX_GET_EPISODES, MAX_NAMESPACE_PAGE};

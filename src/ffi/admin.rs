@@ -267,11 +267,8 @@ pub extern "C" fn mnem_export_page(
         let mut lines = Vec::new();
         let next = m.export_page(ns.as_ref(), (!cursor.is_empty()).then_some(cursor), max_bytes, &mut lines)?;
         let lines = String::from_utf8(lines).map_err(|_| Error::corruption("an export line is not UTF-8"))?;
-        let mut buf = b"{\"lines\":".to_vec();
-        crate::json::push_str(&mut buf, &lines);
-        buf.extend_from_slice(b",\"next_cursor\":");
-        crate::json::push_opt_str(&mut buf, next.as_deref());
-        buf.push(b'}');
+        let mut buf = Vec::new();
+        crate::wire::export::write_export_page(&mut buf, &lines, next.as_deref());
         Ok(buf)
     })
 }

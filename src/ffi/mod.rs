@@ -18,8 +18,9 @@ pub mod sys;
 
 use crate::error::{Error, Result, Status};
 use crate::keys::Namespace;
-use crate::lexical::{self, KeywordQuery, LexicalQuery};
-use crate::{hybrid, HybridQuery, Mnem, OpenOptions};
+use crate::lexical::{KeywordQuery, LexicalQuery};
+use crate::wire::query;
+use crate::{HybridQuery, Mnem, OpenOptions};
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -269,21 +270,12 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
     if unknown != 0 {
         return Err(Error::invalid(format!("unknown flag bits 0x{unknown:x} in `flags`")));
     }
-    let mut opts = OpenOptions {
+    let opts = OpenOptions {
         create: flags & MNEM_OPEN_CREATE != 0,
         read_only: flags & (MNEM_OPEN_READ_ONLY | MNEM_OPEN_VIEW) != 0,
         ..OpenOptions::default()
     };
-    if !json.trim().is_empty() {
-        let mut f =
-            crate::json::Fields::strict(crate::json::parse_object(json).map_err(|e| e.context("options_json"))?);
-        opts.sync_writes = f.get::<bool>("sync_writes", "true or false")?.unwrap_or(false);
-        if let Some(c) = f.get::<u64>("cache_bytes", "an integer number of bytes")? {
-            opts.cache_bytes = usize::try_from(c).unwrap_or(usize::MAX);
-        }
-        f.finish().map_err(|e| e.context("options_json"))?;
-    }
-    Ok(opts)
+    crate::wire::admin::parse_open_options(json, opts)
 }
 
 /// Open the store at `path` (a directory), or an in-process store for the path `:memory:`.
@@ -593,7 +585,7 @@ pub extern "C" fn mnem_delete_episodes(
 
 /// BM25 over every visible episode of the namespace (primary, secondary and context text;
 /// k1 1.2, b 0.75, f64). Query `{"text", "limit" (0-1000, default 10), "episode_type",
-/// "tag"}`; text without terms returns no results. Writes
+/// "tag"}`; text without terms or limit 0 returns no results. Writes
 /// `{"results":[{"record":Episode,"score":f64}...]}`, score descending, ties by UUID.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, text over 4096
 /// bytes or 64 terms); BUSY; IO; CORRUPTION; INTERNAL.
@@ -612,7 +604,7 @@ pub extern "C" fn mnem_keyword_search(
         let ns = namespace(app, user)?;
         let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
-        lexical::write_results(&mut out, &m.keyword_search(&ns, &q)?);
+        query::write_results(&mut out, &m.keyword_search(&ns, &q)?);
         Ok(out)
     })
 }
@@ -647,15 +639,16 @@ pub extern "C" fn mnem_lexical_page(
         let ns = namespace(app, user)?;
         let q = LexicalQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
-        lexical::write_page(&mut out, &m.search_memory_lexical(&ns, &q)?);
+        query::write_page(&mut out, &m.search_memory_lexical(&ns, &q)?);
         Ok(out)
     })
 }
 
 /// Substring search (Rust: `Mnem::search_episodes`): visible episodes whose primary,
 /// secondary or context text contains `text`, compared in lowercase. Query `{"text"
-/// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`. Writes
-/// `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly creation order).
+/// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`; limit 0 returns no
+/// results. Writes `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly
+/// creation order).
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_substring_search(
@@ -672,7 +665,7 @@ pub extern "C" fn mnem_substring_search(
         let ns = namespace(app, user)?;
         let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
-        lexical::write_episodes(&mut out, &m.search_episodes(&ns, &q)?);
+        query::write_episodes(&mut out, &m.search_episodes(&ns, &q)?);
         Ok(out)
     })
 }
@@ -704,7 +697,7 @@ pub extern "C" fn mnem_hybrid_search(
         let ns = namespace(app, user)?;
         let q = HybridQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
-        hybrid::write_results(&mut out, &m.hybrid_search(&ns, &q)?);
+        query::write_hybrid_results(&mut out, &m.hybrid_search(&ns, &q)?);
         Ok(out)
     })
 }

@@ -1,5 +1,6 @@
 //! Lexical retrieval over episodes: BM25 keyword search, the bounded lexical page (a
-//! UUID-ordered scan of one snapshot, not an index) and substring search.
+//! UUID-ordered scan of one snapshot, not an index) and substring search. Their queries
+//! are parsed and their results written by `crate::wire::query`.
 
 pub mod bm25;
 pub(crate) mod index;
@@ -7,9 +8,7 @@ pub mod tokenizer;
 
 use crate::adk::tokenizer::lower;
 use crate::engine::Engine;
-use crate::episodes::parse_uuid;
 use crate::error::{Error, Result};
-use crate::json::{self, Fields};
 use crate::keys::Namespace;
 use crate::record::{Episode, ScanView};
 use crate::store::now_ms;
@@ -51,20 +50,6 @@ impl LexicalQuery {
         }
     }
 
-    pub fn parse(query_json: &str) -> Result<LexicalQuery> {
-        let mut f = Fields::strict(json::parse_object(query_json)?);
-        let text = required_text(&mut f)?;
-        let mut q = LexicalQuery::new(text);
-        q.limit = ranged(&mut f, "limit", 1, MAX_PAGE_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
-        q.after = f.string("after")?.map(|a| parse_uuid(&a, "after")).transpose()?;
-        q.episode_type = f.string("episode_type")?;
-        q.tag = f.string("tag")?;
-        q.scan_limit = ranged(&mut f, "scan_limit", 1, MAX_SCAN_LIMIT)?.unwrap_or(MAX_SCAN_LIMIT);
-        q.scan_bytes_limit = ranged(&mut f, "scan_bytes_limit", 1, MAX_SCAN_BYTES)?.unwrap_or(DEFAULT_SCAN_BYTES);
-        f.finish()?;
-        Ok(q)
-    }
-
     fn validate(&self) -> Result<Vec<String>> {
         let check = |ok: bool, field: &str, lo: usize, hi: usize| {
             if ok {
@@ -101,15 +86,6 @@ fn checked_terms(text: &str) -> Result<Vec<String>> {
         )));
     }
     Ok(terms)
-}
-
-fn ranged(f: &mut Fields<'_>, key: &str, lo: usize, hi: usize) -> Result<Option<usize>> {
-    let msg = format!("an integer from {lo} to {hi}");
-    match f.get::<i64>(key, &msg)? {
-        None => Ok(None),
-        Some(v) if v >= lo as i64 && v <= hi as i64 => Ok(Some(v as usize)),
-        Some(_) => Err(Error::invalid(format!("`{key}` must be {msg}"))),
-    }
 }
 
 /// A scored record.
@@ -161,17 +137,6 @@ impl KeywordQuery {
     pub fn new(text: impl Into<String>) -> KeywordQuery {
         KeywordQuery { text: text.into(), limit: DEFAULT_LIMIT, episode_type: None, tag: None }
     }
-
-    pub fn parse(query_json: &str) -> Result<KeywordQuery> {
-        let mut f = Fields::strict(json::parse_object(query_json)?);
-        let text = required_text(&mut f)?;
-        let mut q = KeywordQuery::new(text);
-        q.limit = ranged(&mut f, "limit", 0, MAX_SEARCH_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
-        q.episode_type = f.string("episode_type")?;
-        q.tag = f.string("tag")?;
-        f.finish()?;
-        Ok(q)
-    }
 }
 
 /// Record filters shared by every lexical API.
@@ -186,11 +151,6 @@ impl Filter<'_> {
     pub fn accepts(&self, v: &ScanView<'_>) -> bool {
         self.episode_type.is_none_or(|t| v.episode_type == t) && self.tag.is_none_or(|t| v.has_tag(t))
     }
-}
-
-/// The `text` every query requires.
-pub(crate) fn required_text(f: &mut Fields<'_>) -> Result<String> {
-    f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))
 }
 
 /// What a scan gathered: the matched documents and the window's statistics.
@@ -401,54 +361,4 @@ impl Engine {
         }
         Ok(out)
     }
-}
-
-/// JSON writers of the lexical results.
-pub fn write_results(out: &mut Vec<u8>, results: &[KeywordSearchResult]) {
-    out.extend_from_slice(b"{\"results\":[");
-    write_hits(out, results);
-    out.extend_from_slice(b"]}");
-}
-
-fn write_hits(out: &mut Vec<u8>, results: &[KeywordSearchResult]) {
-    for (i, r) in results.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"record\":");
-        r.record.write_json(out);
-        out.extend_from_slice(b",\"score\":");
-        json::push_f64(out, r.score);
-        out.push(b'}');
-    }
-}
-
-pub fn write_page(out: &mut Vec<u8>, p: &LexicalPage) {
-    out.extend_from_slice(b"{\"hits\":[");
-    write_hits(out, &p.hits);
-    out.extend_from_slice(
-        format!(
-            "],\"matched_records\":{},\"corpus_records\":{},\"scanned_records\":{},\"scanned_bytes\":{},\"next_after\":",
-            p.matched_records, p.corpus_records, p.scanned_records, p.scanned_bytes
-        )
-        .as_bytes(),
-    );
-    match p.next_after {
-        Some(id) => json::push_str(out, &id.to_string()),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.extend_from_slice(if p.exhaustive { b",\"exhaustive\":true}" } else { b",\"exhaustive\":false}" });
-}
-
-pub fn write_episodes(out: &mut Vec<u8>, eps: &[Episode]) {
-    out.extend_from_slice(b"{\"results\":[");
-    for (i, e) in eps.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"record\":");
-        e.write_json(out);
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"]}");
 }

@@ -323,13 +323,17 @@ class Store:
     def hybrid_search(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         return json.loads(self._read(self._lib.mnem_hybrid_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
-    def hybrid_search_text(self, app: Text, user: Text, text: str, embedder: Optional[Embedder], *, limit: int = 10,
-                           semantic_weight: float = 0.5, candidates: Optional[int] = None,
-                           episode_type: Optional[str] = None, tag: Optional[str] = None) -> dict:
-        """Hybrid search that embeds `text` with `embedder` only when the result can use it."""
+    def hybrid_search_text(self, app: Text, user: Text, text: str, embedder: Optional[Embedder], *,
+                           limit: Optional[int] = None, semantic_weight: float = 0.5,
+                           candidates: Optional[int] = None, episode_type: Optional[str] = None,
+                           tag: Optional[str] = None) -> dict:
+        """Hybrid search that embeds `text` with `embedder` only when the result can use it.
+        `limit` None is the library's default (10); 0 returns no results (docs/WIRE.md)."""
         if limit == 0 or not text.strip():
             return {"results": []}
-        q: dict[str, Any] = {"text": text, "limit": limit, "semantic_weight": semantic_weight}
+        q: dict[str, Any] = {"text": text, "semantic_weight": semantic_weight}
+        if limit is not None:
+            q["limit"] = limit
         if candidates is not None:
             q["candidates"] = candidates
         if episode_type is not None:

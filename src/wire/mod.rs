@@ -1,8 +1,21 @@
-//! JSON in and out: strict field readers that name the field at fault, and writers.
+//! The JSON wire format of the C ABI, in one place: every query and options parser, every
+//! input line parser and every result writer (docs/WIRE.md describes each shape). The
+//! operations take and return Rust values; only this module reads or writes their JSON.
 //!
 //! Inputs are parsed into `RawObject` (key + raw value text) so that values mnem only stores
 //! (ADK `content`, episode `metadata`) keep their exact bytes, and every key is checked: a
 //! key mnem does not define is an error, so typos surface.
+//!
+//! Parsers and writers of the operations' own types (`KeywordQuery::parse`,
+//! `Episode::write_json`, ...) are inherent methods defined here, so that the modules that
+//! define the types never import the wire format. Imports go one way: this module reads the
+//! operations' types and the record format, and nothing it imports imports it back.
+
+pub mod adk;
+pub mod admin;
+pub mod episode;
+pub mod export;
+pub mod query;
 
 use crate::error::{Error, Result};
 use serde::de::{Deserializer, MapAccess, Visitor};
