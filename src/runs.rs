@@ -221,8 +221,11 @@ impl Overlay {
                 let end = upper.map_or(p.starts.len(), |u| p.lower_bound(u));
                 (p.as_ref(), p.lower_bound(start), end)
             })
+            .filter(|&(_, i, end)| i < end)
             .collect();
-        OverlayRange { cursors }
+        let mut r = OverlayRange { cursors, current: None };
+        r.find_current();
+        r
     }
 
     pub fn is_empty(&self) -> bool {
@@ -230,35 +233,42 @@ impl Overlay {
     }
 }
 
-/// A cursor over an overlay's key range: per piece, its current op and its end.
+/// A cursor over an overlay's key range: per piece with ops left in the range, its current op
+/// and its end; and the op the range is at (computed once per step, since a store iterator
+/// looks at it several times).
 pub(crate) struct OverlayRange<'o> {
     cursors: Vec<(&'o Piece, usize, usize)>,
+    current: Option<(&'o [u8], Option<&'o [u8]>)>,
 }
 
 impl<'o> OverlayRange<'o> {
     /// The smallest key among the pieces, and the op of the newest piece that has it.
     pub fn peek(&self) -> Option<(&'o [u8], Option<&'o [u8]>)> {
+        self.current
+    }
+
+    fn find_current(&mut self) {
         let mut best: Option<(&'o [u8], Option<&'o [u8]>)> = None;
-        for &(p, i, end) in &self.cursors {
-            if i < end {
-                let (k, v) = p.op(i);
-                // `<=`: among equal keys the later (newer) piece wins.
-                if best.is_none_or(|(bk, _)| k <= bk) {
-                    best = Some((k, v));
-                }
+        for &(p, i, _) in &self.cursors {
+            let (k, v) = p.op(i);
+            // `<=`: among equal keys the later (newer) piece wins.
+            if best.is_none_or(|(bk, _)| k <= bk) {
+                best = Some((k, v));
             }
         }
-        best
+        self.current = best;
     }
 
     /// Step past the current key (in every piece that has it).
     pub fn advance(&mut self) {
-        let Some((k, _)) = self.peek() else { return };
-        for (p, i, end) in &mut self.cursors {
-            if *i < *end && p.key(*i) == k {
+        let Some((k, _)) = self.current else { return };
+        for (p, i, _) in &mut self.cursors {
+            if p.key(*i) == k {
                 *i += 1;
             }
         }
+        self.cursors.retain(|&(_, i, end)| i < end);
+        self.find_current();
     }
 }
 
