@@ -1,18 +1,18 @@
 //! `Engine`: an open store, the write lock, the derived indexes, and the one path by which a
 //! write batch reaches the store together with every index's changes (`commit_staged`), so
 //! records and indexes change atomically and a search reads both from one snapshot.
-//! The operations (`adk`, `episodes`, `lexical`, `hybrid`) are `Engine` methods; `Mnem` is
-//! the public facade over them.
+//! Writes reach it through `crate::txn` (the writers' lock and the write transaction); the
+//! operations (`adk`, `episodes`, `lexical`, `hybrid`, `admin`) are `Engine` methods; `Mnem`
+//! is the public facade over them.
 
 use crate::adk::index::AdkSearchIndex;
 use crate::cache::{Cache, CacheStats};
 use crate::deferred::{self, Behind};
 use crate::derived::{DerivedIndex, IndexWrite, Placement};
-use crate::episodes::Pending;
 use crate::error::{Error, Result};
 use crate::lexical::index::Bm25Index;
 use crate::record::Episode;
-use crate::store::{now_ms, OpenOptions, Snapshot, Store, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
+use crate::store::{OpenOptions, Snapshot, Store};
 use crate::vector::VectorIndex;
 use parking_lot::Mutex;
 use rocksdb::WriteBatch;
@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 pub(crate) struct Engine {
     pub store: Arc<Store>,
-    /// Serializes writers: each write reads, decides and commits one batch without another
-    /// writer in between (revisions, dedup, bucket order and index counters depend on it).
+    /// Serializes writers (`crate::txn::Writers`): each write reads, decides and commits one
+    /// batch without another writer in between.
     pub write_lock: Mutex<()>,
     pub bm25: Bm25Index,
     pub adk: AdkSearchIndex,
@@ -53,18 +53,10 @@ pub struct Stats {
 }
 
 impl Engine {
+    /// Open the store at `path`. A store of an older format is upgraded by the caller
+    /// (`crate::upgrade::open`).
     pub fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
-        let mut engine = Engine::over(Store::open(path, opts)?, opts)?;
-        let opened = engine.store.opened_format();
-        if opened < FIRST_INDEXED_FORMAT {
-            engine.indexes_built = crate::upgrade::build_indexes(&engine)?;
-        } else if opened < FORMAT_VERSION && !engine.store.is_read_only() {
-            // Format 3 adds only the journal, empty in a format-2 store.
-            let mut b = WriteBatch::default();
-            engine.store.stage_format(&mut b);
-            engine.store.write(b)?;
-        }
-        Ok(engine)
+        Engine::over(Store::open(path, opts)?, opts)
     }
 
     /// The engine over an opened store: the indexes' state, with the graph cache taking the
@@ -127,16 +119,10 @@ impl Engine {
         }
     }
 
-    /// Commit the episodes `pending` staged (plus whatever the caller put in `batch`) with
-    /// the matching changes of every derived index, atomically. Call with `write_lock` held.
-    pub fn commit(&self, pending: &Pending<'_>, mut batch: WriteBatch, placement: &Placement) -> Result<()> {
-        pending.write_into(&mut batch);
-        let staged: Vec<&Episode> = pending.staged().collect();
-        let ctx = IndexWrite::new(&self.store, pending.snapshot(), pending.prefix(), now_ms());
-        self.commit_staged(&ctx, &staged, batch, placement)
-    }
-
-    /// `commit` for episodes already in `batch` (or, for an upgrade, already stored).
+    /// Commit `batch`, which holds (or, for an upgrade, whose store already holds) the
+    /// records `staged`, with the matching changes of every derived index, atomically: the
+    /// one path from a write to the store (`crate::txn::WriteTxn` calls it with the writers'
+    /// lock held).
     // Every index's staged value is published after the commit, whatever its type (unit for
     // the indexes that hold nothing in memory).
     #[allow(clippy::let_unit_value)]

@@ -30,6 +30,7 @@ mod mnem;
 pub mod record;
 mod runs;
 pub mod store;
+mod txn;
 mod upgrade;
 pub mod vector;
 mod wire;

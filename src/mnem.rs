@@ -29,7 +29,7 @@ impl Mnem {
     /// Open (or create) a store; `path` is a directory or `:memory:`. A store of an older
     /// format gets its indexes built here, once (`Stats::indexes_built` says how many).
     pub fn open(path: &str, opts: OpenOptions) -> Result<Mnem> {
-        Ok(Mnem { engine: Engine::open(path, opts)? })
+        Ok(Mnem { engine: crate::upgrade::open(path, opts)? })
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Mnem {

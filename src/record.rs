@@ -1,4 +1,5 @@
-//! The episode record and its stored byte format.
+//! The episode record and its stored byte format, and what a write gives for one
+//! (`EpisodeInput`).
 //!
 //! Stored format (version 1), little-endian:
 //! `u8 version, u8 flags, u64 revision, i64 created_at_ms, i64 updated_at_ms,
@@ -11,6 +12,92 @@
 
 use crate::error::{Error, Result};
 use uuid::Uuid;
+
+/// The type given to episodes written without `episode_type`.
+pub const DEFAULT_EPISODE_TYPE: &str = "episode";
+
+/// When an episode stops being visible.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Expiry {
+    Never,
+    At(i64),
+    /// Milliseconds after the write.
+    Ttl(i64),
+}
+
+impl Expiry {
+    pub fn resolve(self, now: i64) -> Result<Option<i64>> {
+        match self {
+            Expiry::Never => Ok(None),
+            Expiry::At(t) => Ok(Some(t)),
+            Expiry::Ttl(ttl) => now.checked_add(ttl).map(Some).ok_or_else(|| Error::invalid("`ttl_ms` is too large")),
+        }
+    }
+}
+
+/// An episode as a caller writes it: everything but the computed fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpisodeInput {
+    pub id: Option<Uuid>,
+    pub episode_type: String,
+    pub tags: Vec<String>,
+    pub primary: String,
+    pub secondary: String,
+    pub context: String,
+    pub metadata: Option<String>,
+    pub author: Option<String>,
+    pub session_id: Option<String>,
+    pub event_id: Option<String>,
+    pub timestamp: Option<f64>,
+    pub expiry: Expiry,
+    pub content: Option<String>,
+    pub embedding: Option<Vec<f32>>,
+}
+
+impl Default for EpisodeInput {
+    fn default() -> Self {
+        EpisodeInput {
+            id: None,
+            episode_type: DEFAULT_EPISODE_TYPE.to_string(),
+            tags: Vec::new(),
+            primary: String::new(),
+            secondary: String::new(),
+            context: String::new(),
+            metadata: None,
+            author: None,
+            session_id: None,
+            event_id: None,
+            timestamp: None,
+            expiry: Expiry::Never,
+            content: None,
+            embedding: None,
+        }
+    }
+}
+
+/// The most dimensions an embedding may have: above today's largest embedding models
+/// (a few thousand), while bounding what one vector costs the namespace's index.
+pub const MAX_DIMENSION: usize = 16_384;
+
+/// Check an embedding and return its dimension.
+pub fn check_embedding(v: &[f32]) -> Result<u32> {
+    if v.is_empty() {
+        return Err(Error::invalid("`embedding` is empty"));
+    }
+    if v.len() > MAX_DIMENSION {
+        return Err(Error::invalid(format!(
+            "`embedding` has {} dimensions; at most {MAX_DIMENSION} are accepted",
+            v.len()
+        )));
+    }
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(Error::invalid("`embedding` has a value that is not a finite f32"));
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        return Err(Error::invalid("`embedding` is the zero vector, which has no direction for cosine similarity"));
+    }
+    Ok(v.len() as u32)
+}
 
 pub const RECORD_VERSION: u8 = 1;
 const HEADER_LEN: usize = 2 + 8 * 5;

@@ -2,39 +2,56 @@
 //! once, at its first read-write open, through the same staging steps as every write.
 
 use crate::adk::memory_id;
-use crate::derived::{IndexWrite, Placement};
+use crate::derived::Placement;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, adk_tag};
 use crate::record::Episode;
-use crate::store::{now_ms, Snapshot, CF_ADK, CF_EPISODES, CF_INDEX};
+use crate::store::{OpenOptions, Snapshot, CF_ADK, CF_EPISODES, CF_INDEX, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
+use crate::txn::{WriteTxn, Writers, CHUNK};
 use rocksdb::WriteBatch;
 use std::collections::HashSet;
 use uuid::Uuid;
 
-/// Episodes staged per write batch: bounds the batch's memory.
-const CHUNK: usize = 1000;
+/// Open the store at `path` and bring an older format up to this build's: a format-1 store
+/// gets its indexes built (once; `Stats::indexes_built`), a format-2 store records format 3
+/// (which only adds the journal, empty in a format-2 store).
+pub(crate) fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
+    let mut engine = Engine::open(path, opts)?;
+    let opened = engine.store.opened_format();
+    if opened < FIRST_INDEXED_FORMAT {
+        engine.indexes_built = build_indexes(&engine)?;
+    } else if opened < FORMAT_VERSION && !engine.store.is_read_only() {
+        let mut b = WriteBatch::default();
+        engine.store.stage_format(&mut b);
+        engine.store.write(b)?;
+    }
+    Ok(engine)
+}
 
 /// Build every namespace's indexes from its records, then record the current format.
 /// Returns the number of namespaces indexed. A crash part-way leaves the old format record,
 /// so the next open starts over (the partial index is cleared first).
-pub(crate) fn build_indexes(m: &Engine) -> Result<u64> {
+fn build_indexes(m: &Engine) -> Result<u64> {
+    let writers = Writers::lock(m)?;
     m.store.clear_cf(CF_INDEX)?;
     let records = m.store.snapshot();
     let mut it = m.store.prefix_iter(&records, CF_EPISODES, &[], &[]);
     let mut namespaces = 0u64;
-    let mut current: Option<(Vec<u8>, Placement)> = None;
+    let mut current: Option<WriteTxn<'_>> = None;
     let mut chunk: Vec<Episode> = Vec::new();
     while it.valid() {
         let key = it.key().expect("valid iterator");
         let split = key.len().checked_sub(16).ok_or_else(|| Error::corruption("episode key is too short"))?;
         let (prefix, id) = key.split_at(split);
         let id = Uuid::from_bytes(id.try_into().expect("16 bytes"));
-        if current.as_ref().is_none_or(|(p, _)| p != prefix) {
-            if let Some((p, placement)) = &current {
-                index_chunk(m, p, &mut chunk, placement)?;
+        if current.as_ref().is_none_or(|t| t.prefix() != prefix) {
+            if let Some(t) = &mut current {
+                index_chunk(t, &mut chunk)?;
             }
-            current = Some((prefix.to_vec(), placement(m, &records, prefix)?));
+            let mut txn = writers.begin_at(prefix);
+            txn.placement = placement(m, &records, prefix)?;
+            current = Some(txn);
             namespaces += 1;
         }
         let e = Episode::decode(id, it.value().expect("valid iterator"))?;
@@ -42,32 +59,27 @@ pub(crate) fn build_indexes(m: &Engine) -> Result<u64> {
             chunk.push(e);
         }
         if chunk.len() == CHUNK {
-            let (p, placement) = current.as_ref().expect("set above");
-            index_chunk(m, p, &mut chunk, placement)?;
+            index_chunk(current.as_mut().expect("set above"), &mut chunk)?;
         }
         it.next();
     }
     it.status()?;
-    if let Some((p, placement)) = &current {
-        index_chunk(m, p, &mut chunk, placement)?;
+    if let Some(t) = &mut current {
+        index_chunk(t, &mut chunk)?;
     }
-    m.settle()?;
+    drop(current);
+    writers.settle()?;
     let mut b = WriteBatch::default();
     m.store.stage_format(&mut b);
     m.store.write(b)?;
     Ok(namespaces)
 }
 
-fn index_chunk(m: &Engine, prefix: &[u8], chunk: &mut Vec<Episode>, placement: &Placement) -> Result<()> {
-    if chunk.is_empty() {
-        return Ok(());
+fn index_chunk(txn: &mut WriteTxn<'_>, chunk: &mut Vec<Episode>) -> Result<()> {
+    if !chunk.is_empty() {
+        txn.commit_built(chunk, false, |_| {})?;
+        chunk.clear();
     }
-    // A fresh snapshot per chunk: each sees the index keys the previous chunks wrote.
-    let snap = m.store.snapshot();
-    let ctx = IndexWrite::new(&m.store, &snap, prefix, now_ms());
-    let staged: Vec<&Episode> = chunk.iter().collect();
-    m.commit_staged(&ctx, &staged, WriteBatch::default(), placement)?;
-    chunk.clear();
     Ok(())
 }
 

@@ -1,6 +1,17 @@
 //! What mnem keeps of the ADK objects it is given, and what `mnem_search` reports: plain
 //! values. `crate::wire::adk` reads them from `Event` JSON lines and writes the answers.
 
+use uuid::Uuid;
+
+/// Episode type of ADK memories (`add_memory`).
+pub const MEMORY_TYPE: &str = "memory";
+
+/// The id `mnem_search` reports for an episode and `delete_memory` matches: its `event_id`,
+/// else its UUID. Writes check tombstones by the same rule.
+pub(crate) fn memory_id(event_id: Option<&str>, id: &Uuid) -> String {
+    event_id.map_or_else(|| id.to_string(), str::to_owned)
+}
+
 /// The part of an ADK event that mnem stores and searches.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdkEvent {

@@ -16,15 +16,15 @@ pub mod timestamp;
 pub mod tokenizer;
 
 use crate::engine::Engine;
-use crate::episodes::{self, EpisodeInput, Expiry, Pending};
+use crate::episodes::{self, EpisodeInput, Expiry};
 use crate::error::{Error, Result};
 use crate::keys::{self, adk_tag, Namespace};
 use crate::record::RecordView;
 use crate::store::{now_ms, CF_ADK};
+use crate::txn::{WriteTxn, Writers};
 pub use event::EventOptions;
 use event::{line_context, AdkEvent, Memory};
 use index::{Entry, Place, MEMORY_BUCKET};
-use rocksdb::WriteBatch;
 use std::collections::HashSet;
 use uuid::Uuid;
 
@@ -32,7 +32,7 @@ use uuid::Uuid;
 pub const UNKNOWN_SESSION_ID: &str = "__unknown_session_id__";
 /// Episode type of stored ADK events, and of ADK memories (`add_memory`).
 pub const EVENT_TYPE: &str = "event";
-pub const MEMORY_TYPE: &str = "memory";
+pub use event::MEMORY_TYPE;
 
 /// The episode an ADK event is stored as.
 fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeInput {
@@ -52,12 +52,14 @@ fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeI
 }
 
 #[derive(Clone, Copy)]
-struct Bucket {
-    position: u32,
-    next_seq: u64,
+/// A session's bucket record: its position in the namespace's order, and the sequence number
+/// its next event takes.
+pub(crate) struct Bucket {
+    pub position: u32,
+    pub next_seq: u64,
 }
 
-fn decode_bucket(v: &[u8]) -> Result<Bucket> {
+pub(crate) fn decode_bucket(v: &[u8]) -> Result<Bucket> {
     if v.len() != 12 {
         return Err(Error::corruption("ADK bucket record is malformed"));
     }
@@ -67,50 +69,36 @@ fn decode_bucket(v: &[u8]) -> Result<Bucket> {
     })
 }
 
-fn encode_bucket(b: Bucket) -> Vec<u8> {
+pub(crate) fn encode_bucket(b: Bucket) -> Vec<u8> {
     let mut v = b.position.to_le_bytes().to_vec();
     v.extend_from_slice(&b.next_seq.to_le_bytes());
     v
 }
 
-/// One ADK write in progress: episodes and `adk` keys staged into one batch.
-struct AdkWrite<'m> {
-    engine: &'m Engine,
-    pending: Pending<'m>,
-    batch: WriteBatch,
-    placement: index::Placement,
-    now: i64,
+/// One ADK write in progress: a write transaction with the `adk` keys it stages.
+struct AdkWrite<'w> {
+    txn: WriteTxn<'w>,
 }
 
-impl<'m> AdkWrite<'m> {
-    fn new(engine: &'m Engine, ns: &Namespace) -> AdkWrite<'m> {
-        AdkWrite {
-            engine,
-            pending: Pending::new(&engine.store, ns),
-            batch: WriteBatch::default(),
-            placement: index::Placement::default(),
-            now: now_ms(),
-        }
-    }
-
+impl AdkWrite<'_> {
     fn adk_get(&self, tag: u8, rest: &[u8]) -> Result<Option<Vec<u8>>> {
-        let key = keys::adk_key(self.pending.prefix(), tag, rest);
-        self.engine.store.get_cf(self.pending.snapshot(), CF_ADK, &key)
+        let key = keys::adk_key(self.txn.prefix(), tag, rest);
+        self.txn.store().get_cf(self.txn.snapshot(), CF_ADK, &key)
     }
 
     fn adk_put(&mut self, tag: u8, rest: &[u8], value: &[u8]) {
-        let key = keys::adk_key(self.pending.prefix(), tag, rest);
-        self.batch.put_cf(self.engine.store.cf(CF_ADK), key, value);
+        let key = keys::adk_key(self.txn.prefix(), tag, rest);
+        self.txn.batch.put_cf(self.txn.store().cf(CF_ADK), key, value);
     }
 
     fn adk_delete(&mut self, tag: u8, rest: &[u8]) {
-        let key = keys::adk_key(self.pending.prefix(), tag, rest);
-        self.batch.delete_cf(self.engine.store.cf(CF_ADK), key);
+        let key = keys::adk_key(self.txn.prefix(), tag, rest);
+        self.txn.batch.delete_cf(self.txn.store().cf(CF_ADK), key);
     }
 
     /// The index entries of a bucket before this write, in order.
     fn bucket_entries(&self, bucket: u32) -> Result<Vec<Entry>> {
-        index::bucket_entries(&self.engine.store, self.pending.snapshot(), self.pending.prefix(), bucket)
+        index::bucket_entries(self.txn.store(), self.txn.snapshot(), self.txn.prefix(), bucket)
     }
 
     /// The bucket of `session_id`, created at the end of the namespace's order if new.
@@ -134,17 +122,19 @@ impl<'m> AdkWrite<'m> {
     /// Stage a new event episode (line `line` of the batch) at `(bucket, seq)`.
     fn append(&mut self, line: usize, input: EpisodeInput, bucket: u32, seq: u64) -> Result<Uuid> {
         let event_id = input.event_id.clone().unwrap_or_default();
+        let now = self.txn.now;
         let id = self
-            .pending
-            .upsert(input, self.now)
+            .txn
+            .episodes
+            .upsert(input, now)
             .map_err(|e| e.context(format!("{}: event {event_id:?}", line_context(line))))?;
         self.adk_put(adk_tag::ORDER, &keys::order_suffix(bucket, seq), id.as_bytes());
-        self.placement.places.insert(id, (bucket, seq));
+        self.txn.placement.places.insert(id, (bucket, seq));
         Ok(id)
     }
 
     fn commit(self) -> Result<()> {
-        self.engine.commit(&self.pending, self.batch, &self.placement)
+        self.txn.commit()
     }
 }
 
@@ -152,11 +142,11 @@ impl Engine {
     /// `Mnem::add_session` (the public documentation is there).
     pub(crate) fn add_session(&self, ns: &Namespace, session_id: &str, events: &[(usize, AdkEvent)]) -> Result<u64> {
         self.store.check_writable()?;
-        let _w = self.write_lock.lock();
-        let mut w = AdkWrite::new(self, ns);
+        let writers = Writers::lock(self)?;
+        let mut w = AdkWrite { txn: writers.begin(ns) };
         let mut kept = Vec::with_capacity(events.len());
         for (line, ev) in events {
-            if !w.pending.is_tombstoned(&ev.id)? {
+            if !w.txn.episodes.is_tombstoned(&ev.id)? {
                 kept.push((*line, event_input(ev, session_id, &EventOptions::default())));
             }
         }
@@ -167,7 +157,7 @@ impl Engine {
         let mut same = 0;
         while same < old.len() && same < kept.len() {
             let id = old[same].uuid;
-            let bytes = self.store.get_episode_raw(w.pending.snapshot(), w.pending.prefix(), &id)?;
+            let bytes = self.store.get_episode_raw(w.txn.snapshot(), w.txn.prefix(), &id)?;
             let unchanged = match &bytes {
                 Some(b) => episodes::holds(&RecordView::parse(id, b)?, &kept[same].1),
                 None => false,
@@ -178,7 +168,7 @@ impl Engine {
             same += 1;
         }
         for e in &old[same..] {
-            w.pending.tombstone(&e.uuid, w.now)?;
+            w.txn.episodes.tombstone(&e.uuid, w.txn.now)?;
             if let Place::Session { bucket, seq } = e.place {
                 w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket, seq));
             }
@@ -204,15 +194,15 @@ impl Engine {
     ) -> Result<u64> {
         self.store.check_writable()?;
         let session_id = if session_id.is_empty() { UNKNOWN_SESSION_ID } else { session_id };
-        let _w = self.write_lock.lock();
-        let mut w = AdkWrite::new(self, ns);
+        let writers = Writers::lock(self)?;
+        let mut w = AdkWrite { txn: writers.begin(ns) };
         let mut bucket = w.bucket(session_id)?;
-        let now = w.now;
+        let now = w.txn.now;
         let mut seen: HashSet<String> =
             w.bucket_entries(bucket.position)?.into_iter().filter(|e| e.visible(now)).map(|e| e.memory_id).collect();
         let mut added = 0;
         for (line, ev) in events {
-            if seen.contains(&ev.id) || w.pending.is_tombstoned(&ev.id)? {
+            if seen.contains(&ev.id) || w.txn.episodes.is_tombstoned(&ev.id)? {
                 continue;
             }
             seen.insert(ev.id.clone());
@@ -232,11 +222,11 @@ impl Engine {
         if memory_id.is_empty() {
             return Ok(0);
         }
-        let _w = self.write_lock.lock();
-        let mut w = AdkWrite::new(self, ns);
-        let targets = index::memory_id_entries(&self.store, w.pending.snapshot(), w.pending.prefix(), memory_id)?;
+        let writers = Writers::lock(self)?;
+        let mut w = AdkWrite { txn: writers.begin(ns) };
+        let targets = index::memory_id_entries(&self.store, w.txn.snapshot(), w.txn.prefix(), memory_id)?;
         for (id, place) in &targets {
-            w.pending.tombstone(id, w.now)?;
+            w.txn.episodes.tombstone(id, w.txn.now)?;
             if let Place::Session { bucket, seq } = *place {
                 w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket, seq));
             }
@@ -283,8 +273,4 @@ impl Engine {
     }
 }
 
-/// The id `mnem_search` reports for an episode and `delete_memory` matches: its `event_id`,
-/// else its UUID. Writes check tombstones by the same rule.
-pub(crate) fn memory_id(event_id: Option<&str>, id: &Uuid) -> String {
-    event_id.map_or_else(|| id.to_string(), str::to_owned)
-}
+pub(crate) use event::memory_id;

@@ -4,6 +4,7 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result, Status};
+use crate::txn::Writers;
 use crate::Mnem;
 use rocksdb::checkpoint::Checkpoint;
 use std::path::Path;
@@ -27,10 +28,10 @@ impl Engine {
             return Err(Error::invalid(format!("the backup directory {dest:?} already exists; name a new one")));
         }
         // Writes wait during the copy: the checkpoint then holds every acknowledged write.
-        let _w = self.write_lock.lock();
+        let writers = Writers::lock(self)?;
         // Not needed for consistency (the copy has the journal), but a copy without one
         // opens read-only without an overlay.
-        self.settle()?;
+        writers.settle()?;
         Checkpoint::new(self.store.db())?
             .create_checkpoint(dest)
             .map_err(|e| Error::from(e).context(format!("backup to {dest:?}")))

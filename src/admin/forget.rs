@@ -11,6 +11,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, Namespace};
 use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META};
+use crate::txn::Writers;
 use crate::Mnem;
 use rocksdb::WriteBatch;
 
@@ -24,13 +25,12 @@ pub struct Forgotten {
 impl Engine {
     /// `Mnem::forget_namespace` (the public documentation is there).
     pub(crate) fn forget_namespace(&self, ns: &Namespace) -> Result<Forgotten> {
-        self.store.check_writable()?;
         let prefix = ns.prefix();
         // A prefix starts with a length below 2^32 followed by UTF-8, so it is never all 0xFF.
         let end = keys::prefix_successor(&prefix).ok_or_else(|| Error::invalid("namespace has no key range"))?;
-        let _w = self.write_lock.lock();
+        let writers = Writers::lock(self)?;
         // Postings held for this namespace would otherwise land after its range deletes.
-        self.settle()?;
+        writers.settle()?;
         let snap = self.store.snapshot();
         let mut episodes = 0u64;
         self.store.scan_prefix(&snap, CF_EPISODES, &prefix, |_, _| {

@@ -3,26 +3,22 @@
 //! anything is written.
 
 use super::export::{Progress, Transfer};
-use crate::derived::{IndexWrite, Placement};
+use crate::adk::{encode_bucket, Bucket};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, adk_tag};
-use crate::record::Episode;
-use crate::store::{now_ms, CF_ADK, CF_EPISODES};
+use crate::store::CF_ADK;
+use crate::txn::Writers;
 use crate::wire::export::{parse_export, NsImport};
 use crate::Mnem;
-use rocksdb::WriteBatch;
 use std::collections::HashSet;
-
-/// Episodes per write batch: bounds a batch's memory, as the format upgrade does.
-const CHUNK: usize = 1000;
 
 impl Engine {
     /// `Mnem::import` (the public documentation is there).
     pub(crate) fn import(&self, input: &str, progress: Progress<'_>) -> Result<Transfer> {
         self.store.check_writable()?;
         let (namespaces, lines) = parse_export(input)?;
-        let _w = self.write_lock.lock();
+        let writers = Writers::lock(self)?;
         let snap = self.store.snapshot();
         for n in &namespaces {
             if self.namespace_exists(&snap, &n.ns.prefix())? {
@@ -36,56 +32,48 @@ impl Engine {
         drop(snap);
         let mut t = Transfer { lines, ..Transfer::default() };
         for n in namespaces {
-            self.import_namespace(n, &mut t, progress)?;
+            self.import_namespace(&writers, n, &mut t, progress)?;
             t.namespaces += 1;
         }
         Ok(t)
     }
 
-    fn import_namespace(&self, n: NsImport, t: &mut Transfer, progress: Progress<'_>) -> Result<()> {
+    fn import_namespace(
+        &self,
+        writers: &Writers<'_>,
+        n: NsImport,
+        t: &mut Transfer,
+        progress: Progress<'_>,
+    ) -> Result<()> {
         let prefix = n.ns.prefix();
-        let mut batch = WriteBatch::default();
+        let mut txn = writers.begin(&n.ns);
         let adk = self.store.cf(CF_ADK);
         if n.next_bucket > 0 {
-            batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::NAMESPACE, &[]), n.next_bucket.to_le_bytes());
+            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::NAMESPACE, &[]), n.next_bucket.to_le_bytes());
         }
         for (session, pos, next_seq) in &n.buckets {
-            let mut v = pos.to_le_bytes().to_vec();
-            v.extend_from_slice(&next_seq.to_le_bytes());
-            batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::BUCKET, session.as_bytes()), v);
+            let bucket = encode_bucket(Bucket { position: *pos, next_seq: *next_seq });
+            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::BUCKET, session.as_bytes()), bucket);
         }
         for id in &n.tombstones {
-            batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::TOMBSTONE, id.as_bytes()), []);
+            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::TOMBSTONE, id.as_bytes()), []);
         }
-        self.vectors.stage_dimension(&self.store, &mut batch, &n.ns, n.dimension);
+        self.vectors.stage_dimension(&self.store, &mut txn.batch, &n.ns, n.dimension);
         let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
-        let mut placement = Placement::default();
         for (p, seq, id, _) in &n.orders {
-            batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::ORDER, &keys::order_suffix(*p, *seq)), id.as_bytes());
-            placement.places.insert(*id, (*p, *seq));
+            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::ORDER, &keys::order_suffix(*p, *seq)), id.as_bytes());
+            txn.placement.places.insert(*id, (*p, *seq));
         }
         for e in &n.episodes {
             if !e.deleted && tombstoned.contains(crate::adk::memory_id(e.event_id.as_deref(), &e.id).as_str()) {
-                placement.excluded.insert(e.id);
+                txn.placement.excluded.insert(e.id);
             }
         }
-        let mut chunks = n.episodes.chunks(CHUNK).peekable();
-        if chunks.peek().is_none() {
-            return self.store.write(batch);
-        }
-        for chunk in chunks {
-            for e in chunk {
-                batch.put_cf(self.store.cf(CF_EPISODES), keys::episode_key(&prefix, &e.id), e.encode());
-            }
-            let staged: Vec<&Episode> = chunk.iter().filter(|e| !e.deleted).collect();
-            // A fresh snapshot per chunk: each sees the index keys the previous chunks wrote.
-            let snap = self.store.snapshot();
-            let ctx = IndexWrite::new(&self.store, &snap, &prefix, now_ms());
-            self.commit_staged(&ctx, &staged, std::mem::take(&mut batch), &placement)?;
-            t.episodes += chunk.len() as u64;
+        let before = t.episodes;
+        txn.commit_built(&n.episodes, true, |done| {
+            t.episodes = before + done;
             progress(t.episodes, 0);
-        }
-        Ok(())
+        })
     }
 }
 

@@ -1,37 +1,28 @@
 //! Deleting what one ADK session added: the events of its bucket, through the normal write
 //! path (tombstone revisions, index changes in the same batch), and the bucket itself.
 
-use crate::derived::Placement;
 use crate::engine::Engine;
-use crate::episodes::Pending;
 use crate::error::{Error, Result};
 use crate::keys::{self, adk_tag, Namespace};
-use crate::store::{now_ms, CF_ADK};
+use crate::store::CF_ADK;
+use crate::txn::Writers;
 use crate::Mnem;
-use rocksdb::WriteBatch;
 use uuid::Uuid;
 
 impl Engine {
     /// `Mnem::delete_session` (the public documentation is there).
     pub(crate) fn delete_session(&self, ns: &Namespace, session_id: &str) -> Result<u64> {
-        self.store.check_writable()?;
-        let _w = self.write_lock.lock();
-        let mut pending = Pending::new(&self.store, ns);
-        let prefix = pending.prefix().to_vec();
+        let writers = Writers::lock(self)?;
+        let mut txn = writers.begin(ns);
+        let prefix = txn.prefix().to_vec();
         let bucket_key = keys::adk_key(&prefix, adk_tag::BUCKET, session_id.as_bytes());
-        let Some(bucket) = self.store.get_cf(pending.snapshot(), CF_ADK, &bucket_key)? else { return Ok(0) };
-        // The bucket record holds the position little-endian; order keys hold it big-endian.
-        let position: [u8; 4] = bucket
-            .get(..4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .filter(|_| bucket.len() == 12)
-            .map(|b| u32::from_le_bytes(b).to_be_bytes())
-            .ok_or_else(|| Error::corruption("ADK bucket record is malformed"))?;
+        let Some(bucket) = self.store.get_cf(txn.snapshot(), CF_ADK, &bucket_key)? else { return Ok(0) };
+        let position = crate::adk::decode_bucket(&bucket)?.position;
         // The bucket's order keys name every event it holds (the index names only the
         // indexed ones): each goes, with its episode.
-        let order_prefix = keys::adk_key(&prefix, adk_tag::ORDER, &position);
+        let order_prefix = keys::adk_key(&prefix, adk_tag::ORDER, &position.to_be_bytes());
         let mut members: Vec<(Vec<u8>, Uuid)> = Vec::new();
-        self.store.scan_prefix(pending.snapshot(), CF_ADK, &order_prefix, |seq, v| {
+        self.store.scan_prefix(txn.snapshot(), CF_ADK, &order_prefix, |seq, v| {
             let id = <[u8; 16]>::try_from(v).map_err(|_| Error::corruption("ADK order record is malformed"))?;
             if seq.len() != 8 {
                 return Err(Error::corruption("ADK order record is malformed"));
@@ -39,15 +30,14 @@ impl Engine {
             members.push(([order_prefix.as_slice(), seq].concat(), Uuid::from_bytes(id)));
             Ok(true)
         })?;
-        let now = now_ms();
-        let mut batch = WriteBatch::default();
         let mut deleted = 0;
         for (key, id) in &members {
-            deleted += u64::from(pending.tombstone(id, now)?);
-            batch.delete_cf(self.store.cf(CF_ADK), key);
+            let now = txn.now;
+            deleted += u64::from(txn.episodes.tombstone(id, now)?);
+            txn.batch.delete_cf(self.store.cf(CF_ADK), key);
         }
-        batch.delete_cf(self.store.cf(CF_ADK), bucket_key);
-        self.commit(&pending, batch, &Placement::default())?;
+        txn.batch.delete_cf(self.store.cf(CF_ADK), bucket_key);
+        txn.commit()?;
         Ok(deleted)
     }
 }

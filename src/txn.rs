@@ -1,0 +1,307 @@
+//! Writes: the writers' lock (`Writers`) and the one write transaction (`WriteTxn`). Every
+//! write of the store goes through them: an operation locks the writers, begins a transaction
+//! on one namespace (one snapshot, one time), stages its episodes (`Pending`: revisions,
+//! expiry, tombstones, `delete_memory` tombstones honoured) and any other keys into the
+//! transaction's batch, and commits: the staged records and every index's changes for them
+//! go to the store in one atomic batch (`Engine::commit_staged`).
+
+use crate::adk::event::{memory_id, MEMORY_TYPE};
+use crate::derived::{IndexWrite, Placement};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::keys::{self, Namespace};
+use crate::record::{Episode, EpisodeInput, RecordView, MAX_RECORD_BYTES};
+use crate::store::{now_ms, Snapshot, Store, CF_ADK, CF_EPISODES};
+use parking_lot::MutexGuard;
+use rocksdb::WriteBatch;
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// Stored episodes indexed per batch when a transaction writes many (`WriteTxn::commit_built`):
+/// bounds the batch's memory.
+pub(crate) const CHUNK: usize = 1000;
+
+/// The writers' lock on an open store: each write reads, decides and commits without another
+/// writer in between (revisions, dedup, bucket order and index counters depend on it).
+/// Reads never take it.
+pub(crate) struct Writers<'e> {
+    pub engine: &'e Engine,
+    _lock: MutexGuard<'e, ()>,
+}
+
+impl<'e> Writers<'e> {
+    /// Refuse a read-only store, then wait for the writers before.
+    pub fn lock(engine: &'e Engine) -> Result<Writers<'e>> {
+        engine.store.check_writable()?;
+        Ok(Writers { engine, _lock: engine.write_lock.lock() })
+    }
+
+    /// Begin a write to `ns`: one snapshot of the store, one write time.
+    pub fn begin(&self, ns: &Namespace) -> WriteTxn<'_> {
+        self.begin_at(&ns.prefix())
+    }
+
+    /// `begin`, for the namespace whose key prefix is `prefix`.
+    pub fn begin_at(&self, prefix: &[u8]) -> WriteTxn<'_> {
+        WriteTxn {
+            engine: self.engine,
+            episodes: Pending::new(&self.engine.store, prefix),
+            batch: WriteBatch::default(),
+            placement: Placement::default(),
+            now: now_ms(),
+        }
+    }
+
+    /// Write the postings held behind earlier writes to the index (`crate::deferred`), for
+    /// store management that works on key ranges.
+    pub fn settle(&self) -> Result<()> {
+        self.engine.settle()
+    }
+}
+
+/// One write to one namespace, under the writers' lock: the episodes staged, the other keys
+/// the write changes (ADK buckets and order, vector dimensions), and where ADK events sit.
+/// Dropped without `commit`, it writes nothing.
+pub(crate) struct WriteTxn<'w> {
+    engine: &'w Engine,
+    pub episodes: Pending<'w>,
+    pub batch: WriteBatch,
+    pub placement: Placement,
+    /// The write's time (revisions' `updated_at_ms`, expiry).
+    pub now: i64,
+}
+
+impl<'w> WriteTxn<'w> {
+    pub fn store(&self) -> &'w Store {
+        &self.engine.store
+    }
+
+    /// The snapshot the write decides from (taken under the writers' lock).
+    pub fn snapshot(&self) -> &Snapshot<'w> {
+        self.episodes.snapshot()
+    }
+
+    pub fn prefix(&self) -> &[u8] {
+        self.episodes.prefix()
+    }
+
+    /// Commit the staged episodes and `batch` with every index's changes, atomically.
+    pub fn commit(mut self) -> Result<()> {
+        self.episodes.write_into(&mut self.batch);
+        let staged: Vec<&Episode> = self.episodes.staged().collect();
+        let ctx = IndexWrite::new(&self.engine.store, self.episodes.snapshot(), self.episodes.prefix(), now_ms());
+        self.engine.commit_staged(&ctx, &staged, self.batch, &self.placement)
+    }
+
+    /// Commit episodes built elsewhere (an import's records, or, `records` false, an older
+    /// store's stored records being indexed) with their index changes, `CHUNK` at a time;
+    /// what `batch` holds goes with the first. Each chunk is indexed from a fresh snapshot,
+    /// which sees the index keys the chunks before it wrote. Tombstones are written but not
+    /// indexed. `progress` hears the episodes committed so far. The transaction stays open
+    /// for more.
+    pub fn commit_built(&mut self, built: &[Episode], records: bool, mut progress: impl FnMut(u64)) -> Result<()> {
+        let store = &self.engine.store;
+        if built.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            return if batch.is_empty() { Ok(()) } else { store.write(batch) };
+        }
+        let prefix = self.episodes.prefix().to_vec();
+        let mut done = 0u64;
+        for chunk in built.chunks(CHUNK) {
+            if records {
+                for e in chunk {
+                    self.batch.put_cf(store.cf(CF_EPISODES), keys::episode_key(&prefix, &e.id), e.encode());
+                }
+            }
+            let staged: Vec<&Episode> = chunk.iter().filter(|e| !e.deleted).collect();
+            let snap = store.snapshot();
+            let ctx = IndexWrite::new(store, &snap, &prefix, now_ms());
+            self.engine.commit_staged(&ctx, &staged, std::mem::take(&mut self.batch), &self.placement)?;
+            done += chunk.len() as u64;
+            progress(done);
+        }
+        Ok(())
+    }
+}
+
+/// The parts of an episode's current revision that its next revision carries on.
+struct Prior {
+    revision: u64,
+    created_at_ms: i64,
+    deleted: bool,
+    episode_type: String,
+}
+
+/// Read-modify-write state of one write batch: episodes already changed in this batch are
+/// seen by later lines, so two lines with one id yield two revisions.
+pub(crate) struct Pending<'s> {
+    store: &'s Store,
+    snap: Snapshot<'s>,
+    prefix: Vec<u8>,
+    pub changed: HashMap<Uuid, Episode>,
+    order: Vec<Uuid>,
+    /// `delete_memory` tombstones looked up so far, by memory id.
+    tombstones: HashMap<String, bool>,
+}
+
+impl<'s> Pending<'s> {
+    pub fn new(store: &'s Store, prefix: &[u8]) -> Pending<'s> {
+        Pending {
+            store,
+            snap: store.snapshot(),
+            prefix: prefix.to_vec(),
+            changed: HashMap::new(),
+            order: Vec::new(),
+            tombstones: HashMap::new(),
+        }
+    }
+
+    pub fn snapshot(&self) -> &Snapshot<'s> {
+        &self.snap
+    }
+
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// What a new revision of `id` needs from the current one (changed in this batch, else
+    /// stored): only the header and type are read, not the text, content or vector.
+    fn prior(&self, id: &Uuid) -> Result<Option<Prior>> {
+        if let Some(e) = self.changed.get(id) {
+            let p = Prior {
+                revision: e.revision,
+                created_at_ms: e.created_at_ms,
+                deleted: e.deleted,
+                episode_type: e.episode_type.clone(),
+            };
+            return Ok(Some(p));
+        }
+        match self.store.get_episode_raw(&self.snap, &self.prefix, id)? {
+            Some(bytes) => {
+                let v = RecordView::parse(*id, &bytes)?;
+                let p = Prior {
+                    revision: v.revision,
+                    created_at_ms: v.created_at_ms,
+                    deleted: v.deleted(),
+                    episode_type: v.episode_type.to_string(),
+                };
+                Ok(Some(p))
+            }
+            None => Ok(None),
+        }
+    }
+
+    pub fn stage(&mut self, e: Episode) {
+        if !self.changed.contains_key(&e.id) {
+            self.order.push(e.id);
+        }
+        self.changed.insert(e.id, e);
+    }
+
+    /// Was `memory_id` removed by `delete_memory`? Its tombstone blocks every later write of
+    /// an ADK memory with that id, whatever the write path.
+    pub fn is_tombstoned(&mut self, memory_id: &str) -> Result<bool> {
+        if let Some(&t) = self.tombstones.get(memory_id) {
+            return Ok(t);
+        }
+        let key = keys::adk_key(&self.prefix, keys::adk_tag::TOMBSTONE, memory_id.as_bytes());
+        let t = self.store.get_cf(&self.snap, CF_ADK, &key)?.is_some();
+        self.tombstones.insert(memory_id.to_string(), t);
+        Ok(t)
+    }
+
+    /// Create or update `input`; returns the id.
+    pub fn upsert(&mut self, input: EpisodeInput, now: i64) -> Result<Uuid> {
+        // A UUID made here is new: no earlier revision to look up.
+        let fresh = input.id.is_none();
+        let id = input.id.unwrap_or_else(Uuid::now_v7);
+        if input.episode_type == MEMORY_TYPE {
+            let memory_id = memory_id(input.event_id.as_deref(), &id);
+            if self.is_tombstoned(&memory_id)? {
+                return Err(Error::invalid(format!(
+                    "memory id {memory_id:?} was deleted by delete_memory; a deleted memory id is never stored again"
+                )));
+            }
+        }
+        let prev = if fresh { None } else { self.prior(&id)? };
+        let (revision, created) = match &prev {
+            Some(p) if p.deleted => {
+                return Err(Error::invalid(format!("episode {id} was deleted; deleted ids are never reused")))
+            }
+            Some(p) => (p.revision + 1, p.created_at_ms),
+            None => (1, now),
+        };
+        let episode = Episode {
+            id,
+            revision,
+            deleted: false,
+            episode_type: input.episode_type,
+            tags: input.tags,
+            primary: input.primary,
+            secondary: input.secondary,
+            context: input.context,
+            metadata: input.metadata.unwrap_or_else(|| "{}".to_string()),
+            author: input.author,
+            session_id: input.session_id,
+            event_id: input.event_id,
+            timestamp: input.timestamp,
+            created_at_ms: created,
+            updated_at_ms: now,
+            expires_at_ms: input.expiry.resolve(now)?,
+            content: input.content,
+            embedding: input.embedding,
+        };
+        let size = episode.encoded_len();
+        if size > MAX_RECORD_BYTES {
+            return Err(Error::invalid(format!(
+                "the episode is {size} bytes stored; at most {MAX_RECORD_BYTES} are allowed"
+            )));
+        }
+        self.stage(episode);
+        Ok(id)
+    }
+
+    /// Tombstone `id`: a new revision that keeps only identity and bookkeeping, so deleted
+    /// text, content and vectors are gone from the store. False when absent or deleted.
+    pub fn tombstone(&mut self, id: &Uuid, now: i64) -> Result<bool> {
+        let Some(prev) = self.prior(id)? else { return Ok(false) };
+        if prev.deleted {
+            return Ok(false);
+        }
+        self.stage(Episode {
+            id: *id,
+            revision: prev.revision + 1,
+            deleted: true,
+            episode_type: prev.episode_type,
+            tags: Vec::new(),
+            primary: String::new(),
+            secondary: String::new(),
+            context: String::new(),
+            metadata: "{}".to_string(),
+            author: None,
+            session_id: None,
+            event_id: None,
+            timestamp: None,
+            created_at_ms: prev.created_at_ms,
+            updated_at_ms: now,
+            expires_at_ms: None,
+            content: None,
+            embedding: None,
+        });
+        Ok(true)
+    }
+
+    /// Add every staged episode to `batch`, in staging order.
+    pub fn write_into(&self, batch: &mut WriteBatch) {
+        let cf = self.store.cf(CF_EPISODES);
+        for id in &self.order {
+            let e = &self.changed[id];
+            batch.put_cf(cf, keys::episode_key(&self.prefix, id), e.encode());
+        }
+    }
+
+    /// The staged episodes in staging order.
+    pub fn staged(&self) -> impl Iterator<Item = &Episode> {
+        self.order.iter().map(|id| &self.changed[id])
+    }
+}
