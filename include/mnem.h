@@ -11,8 +11,12 @@
  *  - Outputs are JSON (UTF-8, no NUL) written to a caller-owned buffer
  *    `(out, out_cap, out_len)`. On OK `*out_len` is the number of bytes written. On
  *    MNEM_STATUS_BUFFER_TOO_SMALL `*out_len` is the exact size needed and `out` is untouched:
- *    grow the buffer and call again (every call with an output buffer is a read). On any
- *    other status `*out_len` is 0. `out` may be NULL only when `out_cap` is 0.
+ *    grow the buffer and call again (every call with an output buffer is a read). The answer
+ *    that did not fit is kept for that call: the same call again from the same thread, with
+ *    the same arguments and nothing written to the store since, returns it without reading
+ *    the store again (so as of the first call, its visibility time included); any other
+ *    read call from that thread drops it (mnem_stats is never kept). On any other status
+ *    `*out_len` is 0. `out` may be NULL only when `out_cap` is 0.
  *  - Batches are JSON Lines (one value per line; lines of only spaces, tabs and CR are
  *    skipped, and bindings count lines by that rule), at most 256 MiB per call (larger
  *    is MNEM_STATUS_INVALID_ARGUMENT: split it). A batch is validated whole, then committed in one atomic write: one bad line rejects the batch

@@ -585,6 +585,11 @@ impl Store {
         &self.db
     }
 
+    /// The sequence number of the last write: it changes with every write batch.
+    pub(crate) fn write_sequence(&self) -> u64 {
+        self.db.latest_sequence_number()
+    }
+
     /// A `:memory:` store (nothing on disk to back up).
     pub(crate) fn is_in_memory(&self) -> bool {
         self.mem_env.is_some()

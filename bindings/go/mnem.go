@@ -142,8 +142,12 @@ type readFn func(h *C.mnem_store, out *C.uint8_t, outCap C.size_t, outLen *C.siz
 
 // read calls fn, growing the buffer on BUFFER_TOO_SMALL. Results may grow
 // between attempts under concurrent writes, so it loops (reads are repeatable).
+// The attempts run on one OS thread: mnem keeps an answer that did not fit for
+// the same call again from the same thread, so a retry does not read the store again.
 func (s *Store) read(op string, fn readFn) ([]byte, error) {
 	var out []byte
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	err := s.with(func(h *C.mnem_store) error {
 		buf := make([]byte, initialOutCap)
 		for {

@@ -2,7 +2,7 @@
 //! the conventions of `super`.
 
 use super::{
-    guard, jsonl, mnem_error, mnem_store, mnem_str, namespace, need_store, read_call, set_count, store_ref, text,
+    guard, jsonl, mnem_error, mnem_store, mnem_str, namespace, need_store, read_call, set_count, store_ref, text, Call,
 };
 use crate::error::{Error, Status};
 use crate::NamespacePage;
@@ -94,7 +94,8 @@ pub extern "C" fn mnem_get_episodes(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_get_episodes").str(app).str(user).str(ids_jsonl);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let ids = crate::input::parse_id_lines(jsonl(ids_jsonl, "ids_jsonl")?)?;
         m.get_episodes(&ns, &ids).map_err(|e| e.context("ids_jsonl"))
@@ -121,7 +122,8 @@ pub extern "C" fn mnem_list_namespaces(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_list_namespaces").str(list_query_json);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let (after, limit) = NamespacePage::parse_query(text(list_query_json, "list_query_json")?)
             .map_err(|e| e.context("list_query_json"))?;
         Ok(m.list_namespaces(after.as_ref(), limit)?.to_json())
@@ -149,7 +151,8 @@ pub extern "C" fn mnem_namespace_stats(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| Ok(m.namespace_stats(&namespace(app, user)?)?.to_json()))
+    let call = Call::new("mnem_namespace_stats").str(app).str(user);
+    read_call(store, call, out, out_cap, out_len, err, |m| Ok(m.namespace_stats(&namespace(app, user)?)?.to_json()))
 }
 
 /// Online backup: copy the store, consistently and while it stays open, into the new
@@ -181,7 +184,8 @@ pub extern "C" fn mnem_check(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| Ok(m.check(&mut |_| {}).to_json()))
+    let call = Call::new("mnem_check");
+    read_call(store, call, out, out_cap, out_len, err, |m| Ok(m.check(&mut |_| {}).to_json()))
 }
 
 /// Export as JSON Lines (format in docs/EXPORT.md): the namespace `(app, user)`, or every
@@ -204,7 +208,8 @@ pub extern "C" fn mnem_export(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_export").str(app).str(user).num(all as u64);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = if all != 0 { None } else { Some(namespace(app, user)?) };
         let mut buf = Vec::new();
         m.export(ns.as_ref(), &mut buf, &mut |_, _| {})?;
@@ -261,7 +266,8 @@ pub extern "C" fn mnem_export_page(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_export_page").str(app).str(user).num(all as u64).str(cursor).num(max_bytes);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = if all != 0 { None } else { Some(namespace(app, user)?) };
         let cursor = text(cursor, "cursor")?;
         let mut lines = Vec::new();

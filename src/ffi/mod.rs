@@ -42,6 +42,93 @@ pub const MNEM_OPEN_VIEW: u32 = 4;
 pub struct mnem_store {
     mnem: Mnem,
     poisoned: AtomicBool,
+    /// Answers that did not fit their buffer, kept for the same call again (`Kept`).
+    kept: Kept,
+}
+
+/// The answers of read calls that returned BUFFER_TOO_SMALL, one per calling thread: the same
+/// call again from that thread (same function, same arguments) with nothing written to the
+/// store in between gets the kept answer instead of reading the store again. Any other read
+/// call from the thread drops it.
+#[derive(Default)]
+struct Kept(parking_lot::Mutex<Vec<KeptAnswer>>);
+
+struct KeptAnswer {
+    thread: std::thread::ThreadId,
+    call: Vec<u8>,
+    /// The store's write sequence when the answer was read: a write since makes it stale.
+    sequence: u64,
+    answer: Vec<u8>,
+}
+
+/// Threads whose answers are kept at once, and the bytes kept in all (the oldest go first;
+/// an answer larger than that is not kept).
+const KEPT_THREADS: usize = 16;
+const KEPT_BYTES: usize = 64 << 20;
+
+impl Kept {
+    /// This thread's kept answer for `call` at `sequence`, if any; this thread's entry goes.
+    fn take(&self, call: &[u8], sequence: u64) -> Option<Vec<u8>> {
+        let me = std::thread::current().id();
+        let mut kept = self.0.lock();
+        let i = kept.iter().position(|k| k.thread == me)?;
+        let k = kept.remove(i);
+        (k.call == call && k.sequence == sequence).then_some(k.answer)
+    }
+
+    fn keep(&self, call: Vec<u8>, sequence: u64, answer: Vec<u8>) {
+        if answer.len() > KEPT_BYTES {
+            return;
+        }
+        let mut kept = self.0.lock();
+        let mut total: usize = kept.iter().map(|k| k.answer.len()).sum();
+        while !kept.is_empty() && (kept.len() == KEPT_THREADS || total + answer.len() > KEPT_BYTES) {
+            total -= kept.remove(0).answer.len();
+        }
+        kept.push(KeptAnswer { thread: std::thread::current().id(), call, sequence, answer });
+    }
+}
+
+/// A read call's function and arguments: the key of its kept answer. None when an argument
+/// is not a readable string (the call then fails on it, and nothing is kept).
+struct Call(Option<Vec<u8>>);
+
+impl Call {
+    fn new(function: &str) -> Call {
+        let mut key = Vec::new();
+        crate::codec::push_bytes(&mut key, function.as_bytes());
+        Call(Some(key))
+    }
+
+    /// Calls whose answers are not kept (cheap ones that change without writes).
+    fn unkept() -> Call {
+        Call(None)
+    }
+
+    fn str(mut self, s: mnem_str) -> Call {
+        let bytes = if s.ptr.is_null() {
+            (s.len == 0).then_some([].as_slice())
+        } else if s.len > isize::MAX as usize {
+            None
+        } else {
+            // SAFETY: non-NULL, and the caller guarantees `len` readable bytes at `ptr` for
+            // the duration of the call (the `mnem_str` rule of include/mnem.h); the slice is
+            // copied and does not outlive it.
+            Some(unsafe { std::slice::from_raw_parts(s.ptr, s.len) })
+        };
+        match (&mut self.0, bytes) {
+            (Some(key), Some(b)) => crate::codec::push_bytes(key, b),
+            _ => self.0 = None,
+        }
+        self
+    }
+
+    fn num(mut self, n: u64) -> Call {
+        if let Some(key) = &mut self.0 {
+            key.extend_from_slice(&n.to_le_bytes());
+        }
+        self
+    }
 }
 
 /// A borrowed UTF-8 string: `len` bytes at `ptr`, no NUL needed. `ptr` may be NULL only
@@ -216,9 +303,11 @@ impl Out {
     }
 }
 
-/// A read that fills an output buffer.
+/// A read that fills an output buffer. An answer that does not fit is kept for the same
+/// call again (`Kept`), so that growing the buffer does not cost a second read.
 fn read_call(
     store: *const mnem_store,
+    call: Call,
     out: *mut u8,
     out_cap: usize,
     out_len: *mut usize,
@@ -228,8 +317,19 @@ fn read_call(
     let s = store_ref(store);
     let status = guard(err, s, || {
         let o = Out::new(out, out_cap, out_len)?;
-        let bytes = f(need_store(s)?)?;
-        o.write(&bytes)
+        let m = need_store(s)?;
+        let kept = &s.expect("need_store checked it").kept;
+        let Some(call) = call.0 else { return o.write(&f(m)?) };
+        let sequence = m.store().write_sequence();
+        let bytes = match kept.take(&call, sequence) {
+            Some(answer) => answer,
+            None => f(m)?,
+        };
+        let written = o.write(&bytes);
+        if matches!(&written, Err(e) if e.status == Status::BufferTooSmall) {
+            kept.keep(call, sequence, bytes);
+        }
+        written
     });
     if status != Status::Ok && status != Status::BufferTooSmall && !out_len.is_null() {
         // SAFETY: non-NULL `out_len` points to a writable size_t (include/mnem.h).
@@ -321,7 +421,8 @@ pub extern "C" fn mnem_open(
         let path = text(path, "path")?;
         let opts = parse_open_options(text(options_json, "options_json")?, flags)?;
         let mnem = if flags & MNEM_OPEN_VIEW != 0 { Mnem::open_view(path, opts)? } else { Mnem::open(path, opts)? };
-        let handle = Box::into_raw(Box::new(mnem_store { mnem, poisoned: AtomicBool::new(false) }));
+        let handle =
+            Box::into_raw(Box::new(mnem_store { mnem, poisoned: AtomicBool::new(false), kept: Kept::default() }));
         set_handle(out_store, handle);
         Ok(())
     })
@@ -348,7 +449,7 @@ pub extern "C" fn mnem_stats(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| Ok(m.stats_json()))
+    read_call(store, Call::unkept(), out, out_cap, out_len, err, |m| Ok(m.stats_json()))
 }
 
 /// Make every write acknowledged so far durable (fsync of the write-ahead log).
@@ -502,7 +603,8 @@ pub extern "C" fn mnem_search(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| m.search(&namespace(app, user)?, text(query, "query")?))
+    let call = Call::new("mnem_search").str(app).str(user).str(query);
+    read_call(store, call, out, out_cap, out_len, err, |m| m.search(&namespace(app, user)?, text(query, "query")?))
 }
 
 /// Create or update episodes: one JSON object per line of `episodes_jsonl` with keys
@@ -600,7 +702,8 @@ pub extern "C" fn mnem_keyword_search(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_keyword_search").str(app).str(user).str(query_json);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
@@ -635,7 +738,8 @@ pub extern "C" fn mnem_lexical_page(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_lexical_page").str(app).str(user).str(query_json);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = LexicalQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
@@ -661,7 +765,8 @@ pub extern "C" fn mnem_substring_search(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_substring_search").str(app).str(user).str(query_json);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = KeywordQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
@@ -693,7 +798,8 @@ pub extern "C" fn mnem_hybrid_search(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    read_call(store, out, out_cap, out_len, err, |m| {
+    let call = Call::new("mnem_hybrid_search").str(app).str(user).str(query_json);
+    read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = HybridQuery::parse(text(query_json, "query_json")?)?;
         let mut out = Vec::new();
@@ -784,6 +890,54 @@ mod tests {
         assert!(message(&err).contains("user_id"));
         mnem_free(store);
         mnem_free(null_mut());
+    }
+
+    /// The graph cache's hits: each hybrid search that reads the namespace's graph adds one.
+    fn graph_hits(store: *mut mnem_store) -> u64 {
+        // SAFETY: a live handle from `open_memory`.
+        unsafe { &*store }.mnem.stats().cache.hits
+    }
+
+    #[test]
+    fn a_retry_with_a_larger_buffer_gets_the_kept_answer_without_a_second_search() {
+        let store = open_memory();
+        let mut err = new_error();
+        let eps = (0..20)
+            .map(|i| format!(r#"{{"primary":"apple number {i}","embedding":[{i}.5,1.0,{}.0]}}"#, 20 - i))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let st = mnem_put_episodes(store, s("a"), s("u"), s(&eps), null_mut(), 0, &mut err);
+        assert_eq!(st, Status::Ok, "{}", message(&err));
+        let q = r#"{"text":"apple","vector":[1.0,1.0,1.0],"semantic_weight":0.5}"#;
+        let search = |buf: &mut Vec<u8>, q: &str, len: &mut usize, err: &mut mnem_error| {
+            mnem_hybrid_search(store, s("a"), s("u"), s(q), buf.as_mut_ptr(), buf.len(), len, err)
+        };
+        let (mut len, mut small) = (0, vec![0u8; 8]);
+        assert_eq!(search(&mut small, q, &mut len, &mut err), Status::BufferTooSmall);
+        let hits = graph_hits(store);
+        let mut buf = vec![0u8; len];
+        assert_eq!(search(&mut buf, q, &mut len, &mut err), Status::Ok);
+        assert_eq!(graph_hits(store), hits, "the retry read the graph again");
+        let first = buf[..len].to_vec();
+        // The same search again (not a retry: nothing is kept after an answer fits) searches.
+        assert_eq!(search(&mut buf, q, &mut len, &mut err), Status::Ok);
+        assert_eq!((graph_hits(store), &buf[..len]), (hits + 1, first.as_slice()));
+        // Another call in between, or a write since, and the retry searches again.
+        assert_eq!(search(&mut small, q, &mut len, &mut err), Status::BufferTooSmall);
+        let other = r#"{"text":"number","vector":[1.0,1.0,1.0]}"#;
+        let mut scratch = vec![0u8; 1 << 16];
+        assert_eq!(search(&mut scratch, other, &mut len, &mut err), Status::Ok);
+        let hits = graph_hits(store);
+        assert_eq!(search(&mut buf, q, &mut len, &mut err), Status::Ok);
+        assert_eq!(graph_hits(store), hits + 1);
+        assert_eq!(search(&mut small, q, &mut len, &mut err), Status::BufferTooSmall);
+        let st = mnem_put_episodes(store, s("a"), s("u"), s(r#"{"primary":"apple pie"}"#), null_mut(), 0, &mut err);
+        assert_eq!(st, Status::Ok);
+        let mut big = vec![0u8; 1 << 16];
+        assert_eq!(search(&mut big, q, &mut len, &mut err), Status::Ok);
+        // The new episode changes every BM25 score: the retry searched again.
+        assert_ne!(&big[..len], first.as_slice(), "a write since, and the retry gave the kept answer");
+        mnem_free(store);
     }
 
     #[test]
