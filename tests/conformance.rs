@@ -319,7 +319,8 @@ impl Replay {
                 if self.handles.contains_key(&name) {
                     return Err(format!("store {name:?} is already open"));
                 }
-                let mut h: *mut mnem_store = 8 as *mut mnem_store; // must be reset
+                let mut poison = 0u8; // mnem_open must reset the handle to NULL on failure
+                let mut h = (&raw mut poison).cast::<mnem_store>();
                 let st = mnem_open(view(path.as_bytes()), flags, view(opts.as_bytes()), &mut h, &mut e);
                 if (st == Status::Ok) == h.is_null() {
                     return Err(format!("open {st:?} with handle {h:?}"));
@@ -365,7 +366,9 @@ impl Replay {
                             &mut e,
                         )
                     }
-                    "delete_memory" => mnem_delete_memory(h, app_s, user_s, view(s("memory_id").as_bytes()), &mut n, &mut e),
+                    "delete_memory" => {
+                        mnem_delete_memory(h, app_s, user_s, view(s("memory_id").as_bytes()), &mut n, &mut e)
+                    }
                     "delete_session" => {
                         mnem_delete_session(h, app_s, user_s, view(s("session_id").as_bytes()), &mut n, &mut e)
                     }
@@ -383,13 +386,16 @@ impl Replay {
                 let data = lines_arg(a, "episodes");
                 let lines = data.split('\n').filter(|l| !l.trim_matches([' ', '\t', '\r']).is_empty()).count();
                 let mut ids = vec![0xEEu8; 16 * lines + 16];
-                let st = mnem_put_episodes(h, app_s, user_s, view(data.as_bytes()), ids.as_mut_ptr(), 16 * lines, &mut e);
+                let st =
+                    mnem_put_episodes(h, app_s, user_s, view(data.as_bytes()), ids.as_mut_ptr(), 16 * lines, &mut e);
                 let mut o = done(st, &e, None)?;
                 if ids[16 * lines..].iter().any(|&b| b != 0xEE) {
                     return Err("put_episodes wrote past 16 bytes per line".into());
                 }
                 if st == Status::Ok {
-                    o.ids = Some(ids[..16 * lines].chunks(16).map(|c| uuid::Uuid::from_slice(c).unwrap().to_string()).collect());
+                    o.ids = Some(
+                        ids[..16 * lines].chunks(16).map(|c| uuid::Uuid::from_slice(c).unwrap().to_string()).collect(),
+                    );
                 }
                 o
             }
@@ -422,7 +428,9 @@ impl Replay {
                 } else {
                     let cursor = s("cursor");
                     let max = a.get("max_bytes").and_then(Value::as_u64).unwrap_or(0);
-                    self.read(&|o, c, l, e| mnem_export_page(h, app_s, user_s, all, view(cursor.as_bytes()), max, o, c, l, e))?
+                    self.read(&|o, c, l, e| {
+                        mnem_export_page(h, app_s, user_s, all, view(cursor.as_bytes()), max, o, c, l, e)
+                    })?
                 }
             }
             other => return Err(format!("unknown call {other:?}")),
@@ -451,7 +459,7 @@ impl Replay {
             check(c, &got.count.map_or(Value::Null, Value::from), vars, "count")?;
         }
         if let Some(w) = want.get("ids") {
-            let ids = got.ids.clone().map(|v| Value::from(v)).unwrap_or(Value::Null);
+            let ids = got.ids.clone().map(Value::from).unwrap_or(Value::Null);
             check(w, &ids, vars, "ids")?;
         }
         if let Some(w) = want.get("value") {
