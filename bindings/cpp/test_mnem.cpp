@@ -71,11 +71,6 @@ std::size_t count(const std::string& hay, const std::string& needle) {
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
-bool before(const std::string& hay, const std::string& a, const std::string& b) {
-  auto pa = hay.find(a), pb = hay.find(b);
-  return pa != std::string::npos && pb != std::string::npos && pa < pb;
-}
-
 struct TempDir {
   std::string path;
   TempDir() {
@@ -195,21 +190,12 @@ void test_move() {
   CHECK(v.size() == 2 && v[0].get() == h && v[1].is_open());
 }
 
+// Open statuses, options and READ_ONLY writes: tests/conformance (open_*, persistence). Here:
+// what mnem::Error carries and how it is caught.
 void test_open_errors() {
   TempDir dir;
   std::string missing = dir.path + "/missing";
   CHECK_THROWS(MNEM_STATUS_NOT_FOUND, mnem::Store s(missing));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, R"({"sync_writez":true})"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, "{"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(":memory:", 0, R"({"cache_bytes":1000})"));
-  {
-    mnem::Store s(":memory:", 0, R"({"cache_bytes":8388608})");
-    std::string st = s.stats();
-    CHECK(st.find("\"cache_bytes\":8388608") != std::string::npos);
-    CHECK(st.find("\"block_cache\":{\"budget_bytes\":2097152") != std::string::npos);
-  }
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s(dir.path, MNEM_OPEN_CREATE | MNEM_OPEN_READ_ONLY));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s("", MNEM_OPEN_CREATE));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mnem::Store s("bad\xff", MNEM_OPEN_CREATE));
   try {
     mnem::Store s(missing);
@@ -220,26 +206,16 @@ void test_open_errors() {
     const std::runtime_error& base = e;  // catchable as std::runtime_error
     CHECK(contains(base.what(), "NOT_FOUND"));
   }
-
-  std::string ids_line;
   {
-    mnem::Store s(dir.path, MNEM_OPEN_CREATE, R"({"sync_writes":true})");
+    mnem::Store s(dir.path, MNEM_OPEN_CREATE);
     CHECK_THROWS(MNEM_STATUS_BUSY, mnem::Store t(dir.path, MNEM_OPEN_CREATE));
-    auto ids = s.put_episodes(A, U, R"({"primary":"read only fact"})");
-    CHECK(ids.size() == 1);
-    ids_line = "\"" + ids.at(0) + "\"";
-    s.add_session(A, U, "s1", event("e1", "user", "1", text_content("user", "read only event")));
   }
   mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
   CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.put_episodes(A, U, R"({"primary":"x"})"));
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.delete_episodes(A, U, ids_line));
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.add_session(A, U, "s", event("e2", "user", "1", text_content("user", "x"))));
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.add_events(A, U, "s", event("e2", "user", "1", text_content("user", "x"))));
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.delete_memory(A, U, "e1"));
-  CHECK(count(ro.keyword_search(A, U, R"({"text":"fact"})"), "\"record\"") == 1);
-  CHECK(count(ro.search(A, U, "event"), "\"id\":\"e1\"") == 1);
 }
 
+// Refused input: tests/conformance. Here: bytes that are not UTF-8 go through std::string
+// unchanged and are refused by the library, not repaired by the wrapper.
 void test_bad_input() {
   mnem::Store s(":memory:");
   const std::string bad = "bad\xff";
@@ -248,103 +224,12 @@ void test_bad_input() {
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.search(A, U, bad));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, R"({"primary":")" + bad + "\"}"));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.keyword_search(A, U, R"({"text":")" + bad + "\"}"));
-  // One bad line rejects the whole batch.
   try {
-    s.put_episodes(A, U, "{\"primary\":\"alpha one\"}\n{\"primary\": \"alpha two\"\n{\"primary\":\"alpha three\"}");
+    s.put_episodes(A, U, "{\"primary\":\"alpha one\"}\n{\"primary\": \"alpha two\"");
     CHECK(false && "malformed line accepted");
   } catch (const mnem::Error& e) {
-    CHECK(e.status() == MNEM_STATUS_INVALID_ARGUMENT);
-    CHECK(contains(e.message(), "line 2"));
+    CHECK(e.status() == MNEM_STATUS_INVALID_ARGUMENT && contains(e.message(), "line 2"));
   }
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, "{\"primary\":\"alpha\",\"bogus\":1}"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, "{\"id\":\"nope\",\"primary\":\"alpha\"}"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT,
-               s.add_session(A, U, "s", event("e1", "user", "1", text_content("user", "alpha")) + "\n{\"id\":"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.add_events(A, U, "s", "not json"));
-  CHECK(count(s.keyword_search(A, U, R"({"text":"alpha","limit":100})"), "\"record\"") == 0);
-  CHECK(s.search(A, U, "alpha") == R"({"memories":[]})");
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.delete_episodes(A, U, "\"nope\""));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.keyword_search(A, U, R"({"text":"a","limt":3})"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.lexical_page(A, U, R"({"text":""})"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.lexical_page(A, U, R"({"text":"?!..."})"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, U, R"({"text":"a","semantic_weight":1.5})"));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, U, R"({"text":"a","semantic_weight":-0.5})"));
-}
-
-void test_adk() {
-  mnem::Store s(":memory:");
-  const std::string c1a = text_content("user", "The ADK is a great toolkit.");
-  const std::string c1c = text_content("model", "I agree. The Agent Development Kit (ADK) rocks!");
-  std::string session = event("event-1a", "user", "12345", c1a) + "\n" +
-                        event("event-1b", "user", "12346", "null") + "\n" +
-                        event("event-1c", "model", "12347.5", c1c) + "\n";
-  CHECK(s.add_session(A, U, "session-1", session) == 2);
-  CHECK(s.add_session(A, U, "session-2", event("event-2a", "user", "54321", text_content("user", "I like Python."))) == 1);
-
-  std::string r = s.search(A, U, "How about ADK?");
-  CHECK(count(r, "\"custom_metadata\":{}") == 2);
-  CHECK(before(r, "\"id\":\"event-1a\"", "\"id\":\"event-1c\""));
-  CHECK(contains(r, "\"content\":" + c1a));  // byte-for-byte
-  CHECK(contains(r, "\"content\":" + c1c));
-  CHECK(contains(r, "\"timestamp\":\"" + iso_local(12345) + "\""));
-  CHECK(contains(r, "\"timestamp\":\"" + iso_local(12347) + ".500000\""));
-  CHECK(count(s.search(A, U, "python"), "\"id\":") == 1);
-  CHECK(count(s.search(A, "other-user", "python"), "\"id\":") == 0);
-
-  CHECK(s.add_events(A, U, "session-1",
-                     event("event-1a", "user", "1", text_content("user", "Updated duplicate.")) + "\n" +
-                         event("event-1d", "user", "12348", text_content("user", "A new ADK fact.")),
-                     R"({"ignored":true})") == 1);
-  CHECK(count(s.search(A, U, "updated"), "\"id\":") == 0);
-  CHECK(s.delete_memory(A, U, "event-1a") == 1);
-  CHECK(s.delete_memory(A, U, "") == 0);
-  CHECK(s.add_events(A, U, "other", event("event-1a", "user", "1", c1a)) == 0);  // tombstoned
-  r = s.search(A, U, "adk");
-  CHECK(!contains(r, "event-1a") && before(r, "event-1c", "event-1d"));
-  CHECK(count(s.keyword_search(A, U, R"({"text":"python","episode_type":"event"})"), "\"episode_type\":\"event\"") == 1);
-}
-
-void test_episodes() {
-  mnem::Store s(":memory:");
-  const std::string a_id = "01900000-0000-7000-8000-00000000000a";
-  auto ids = s.put_episodes(A, U,
-                            "{\"id\":\"" + a_id +
-                                "\",\"episode_type\":\"note\",\"tags\":[\"x\"],\"primary\":\"The quick brown fox\","
-                                "\"metadata\":{\"k\":1},\"content\":{\"a\":[1,2]}}\n"
-                                "\n"
-                                "{\"primary\":\"brown bread\"}\r\n"
-                                "{\"primary\":\"nothing here\"}\n");
-  CHECK(ids.size() == 3);
-  if (ids.size() != 3) return;
-  CHECK(ids[0] == a_id);
-  CHECK(ids[1].size() == 36 && ids[1][14] == '7' && ids[1] != ids[2]);
-
-  std::string r = s.keyword_search(A, U, R"({"text":"brown fox"})");
-  CHECK(count(r, "\"record\"") == 2);
-  CHECK(before(r, a_id, ids[1]));
-  CHECK(contains(r, "\"content\":{\"a\":[1,2]}"));
-  CHECK(contains(r, "\"revision\":1"));
-  CHECK(count(s.keyword_search(A, U, R"({"text":"brown","tag":"x"})"), "\"record\"") == 1);
-
-  s.put_episodes(A, U, "{\"id\":\"" + a_id + "\",\"primary\":\"slow brown fox\"}");
-  CHECK(contains(s.keyword_search(A, U, R"({"text":"slow"})"), "\"revision\":2"));
-
-  r = s.substring_search(A, U, R"({"text":"ROWN"})");
-  CHECK(count(r, "\"record\"") == 2);
-  CHECK(before(r, std::min(a_id, ids[1]), std::max(a_id, ids[1])));
-
-  r = s.lexical_page(A, U, R"({"text":"brown"})");
-  CHECK(count(r, "\"record\"") == 2);
-  CHECK(contains(r, "\"exhaustive\":true"));
-  CHECK(contains(r, "\"next_after\":null"));
-  r = s.lexical_page(A, U, R"({"text":"brown","scan_limit":1})");
-  CHECK(contains(r, "\"exhaustive\":false"));
-  CHECK(!contains(r, "\"next_after\":null"));
-
-  CHECK(s.delete_episodes(A, U, "\"" + ids[1] + "\"\n\"01900000-0000-7000-8000-0000000000ff\"") == 1);
-  CHECK(s.delete_episodes(A, U, "\"" + ids[1] + "\"") == 0);
-  CHECK(count(s.keyword_search(A, U, R"({"text":"brown"})"), "\"record\"") == 1);
-  CHECK(s.put_episodes(A, U, "").empty());
 }
 
 struct CountingEmbedder : mnem::Embedder {
@@ -456,20 +341,6 @@ void test_threads() {
   for (auto& th : readers) th.join();
   CHECK(errors == 0);
   CHECK(count(s.keyword_search(A, U, R"({"text":"item","limit":1000})"), "\"record\"") == 100);
-}
-
-void test_persistence() {
-  TempDir dir;
-  std::string id;
-  {
-    mnem::Store s(dir.path, MNEM_OPEN_CREATE);
-    id = s.put_episodes(A, U, R"({"primary":"durable fact"})").at(0);
-    s.add_session(A, U, "s1", event("pe1", "user", "7", text_content("user", "durable event")));
-    s.flush();
-  }
-  mnem::Store s(dir.path);
-  CHECK(contains(s.keyword_search(A, U, R"({"text":"fact"})"), id));
-  CHECK(contains(s.search(A, U, "durable"), "\"id\":\"pe1\""));
 }
 
 // The typed API against real results: every field of an episode, hits, pages, memories and
@@ -652,24 +523,13 @@ std::vector<std::string> memory_ids(const mnem::Store& s, const std::string& use
   return ids;
 }
 
+// Session deletion and its ranking: tests/conformance (delete_session). Here: the wrapper's
+// name for the bucket of events added without a session id, and a closed handle.
 void test_delete_session() {
   mnem::Store s(":memory:", MNEM_OPEN_CREATE);
-  s.add_session(A, U, "s1",
-                event("a1", "user", "1", text_content("user", "apples in session one")) + "\n" +
-                    event("a2", "model", "2", text_content("model", "more apples, one")));
-  s.add_session(A, U, "s2", event("b1", "user", "3", text_content("user", "apples in session two")));
   s.add_events(A, U, "", event("u1", "user", "4", text_content("user", "apples without a session")));
-  CHECK((memory_ids(s, U, "apples") == std::vector<std::string>{"a1", "a2", "b1", "u1"}));
-  CHECK(s.delete_session(A, U, "s1") == 2);
-  CHECK((memory_ids(s, U, "apples") == std::vector<std::string>{"b1", "u1"}));
-  mnem::KeywordQuery kq;
-  kq.text = "one";
-  CHECK(s.keyword_search(A, U, kq).empty());
-  CHECK(s.delete_session(A, U, "") == 0);
   CHECK(s.delete_session(A, U, mnem::Store::unknown_session_id) == 1);
-  CHECK(s.delete_session(A, U, "never-added") == 0);
-  CHECK((memory_ids(s, U, "apples") == std::vector<std::string>{"b1"}));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.delete_session(A, U, "bad\xff"));
+  CHECK(memory_ids(s, U, "apples").empty());
   s.close();
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.delete_session(A, U, "s2"));
 }
@@ -931,20 +791,6 @@ void test_check_corruption() {
   CHECK(contains(s.check(), R"("status":"CORRUPTION")"));
 }
 
-void test_view() {
-  TempDir dir;
-  mnem::Store w(dir.path, MNEM_OPEN_CREATE);
-  auto ids = fill(w, "alice");
-  const std::string want = answers(w, "alice", ids);
-  CHECK_THROWS(MNEM_STATUS_BUSY, mnem::Store(dir.path, MNEM_OPEN_READ_ONLY));
-  mnem::Store v(dir.path, MNEM_OPEN_VIEW);
-  CHECK(answers(v, "alice", ids) == want);
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, v.put_episodes(A, "alice", R"({"primary":"x"})"));
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, v.delete_session(A, "alice", "s1"));
-  w.put_episodes(A, "bob", R"({"primary":"after the view"})");
-  CHECK(v.all_namespaces().size() == 1);
-  CHECK(mnem::Store(dir.path, MNEM_OPEN_VIEW).all_namespaces().size() == 2);
-}
 }  // namespace
 
 int main() {
@@ -959,12 +805,9 @@ int main() {
   run("move", test_move);
   run("open_errors", test_open_errors);
   run("bad_input", test_bad_input);
-  run("adk", test_adk);
-  run("episodes", test_episodes);
   run("hybrid", test_hybrid);
   run("buffer_growth", test_buffer_growth);
   run("threads", test_threads);
-  run("persistence", test_persistence);
   run("typed", test_typed);
   run("delete_session", test_delete_session);
   run("forget", test_forget);
@@ -974,7 +817,6 @@ int main() {
   run("export_import", test_export_import);
   run("check_backup", test_check_backup);
   run("check_corruption", test_check_corruption);
-  run("view", test_view);
   std::cout << passed << " passed, " << failed << " failed" << std::endl;
   return failed == 0 ? 0 : 1;
 }

@@ -65,30 +65,6 @@ def test_open_close_memory_store():
         s.search(APP, USER, "hello")
 
 
-def test_cache_bytes_option_and_stats(store_dir):
-    with pytest.raises(mnem.InvalidArgument, match="cache_bytes"):
-        mnem.Store(":memory:", options={"cache_bytes": 1000})
-    with mnem.Store(store_dir, options={"cache_bytes": 8 << 20}) as s:
-        s.add_session(APP, USER, "s1", jl(ev("e1", "hello world")))
-        st = s.stats()
-    assert st["cache_bytes"] == 8 << 20
-    assert st["block_cache"]["budget_bytes"] == 2 << 20
-    assert st["graph_cache"]["budget_bytes"] == 6 << 20
-    assert st["format"] == st["opened_format"] == 3
-    assert st["journal_replayed"] == 0
-    with mnem.Store(store_dir) as s:
-        assert ids(s.search(APP, USER, "hello")) == ["e1"]
-        st = s.stats()
-    assert st["cache_bytes"] == 256 << 20  # the default
-    assert st["block_cache"]["misses"] > 0  # the search read blocks from the reopened files
-
-
-def test_memory_stores_are_independent():
-    with mnem.Store(":memory:") as a, mnem.Store(":memory:") as b:
-        a.add_session(APP, USER, "s1", jl(ev("e1", "hello")))
-        assert ids(b.search(APP, USER, "hello")) == []
-
-
 @pytest.mark.parametrize("memory", [True, False], ids=[":memory:", "dir"])
 def test_flush(store_dir, memory):
     # Same behaviour for both kinds of store (include/mnem.h, mnem_flush): flush succeeds; the
@@ -97,67 +73,6 @@ def test_flush(store_dir, memory):
         s.add_session(APP, USER, "s1", jl(ev("e1", "flushed")))
         s.flush()
         assert ids(s.search(APP, USER, "flushed")) == ["e1"]
-
-
-def test_persistence_across_reopen(store_dir):
-    with mnem.Store(store_dir, sync_writes=True) as s:
-        s.add_session(APP, USER, "s1", jl(ev("e1", "persisted words")))
-    with mnem.Store(store_dir, create=False) as s:
-        assert ids(s.search(APP, USER, "persisted")) == ["e1"]
-
-
-def test_second_open_of_same_dir_is_busy(store_dir):
-    with mnem.Store(store_dir):
-        with pytest.raises(mnem.Busy) as ei:
-            mnem.Store(store_dir)
-        assert ei.value.status == mnem.BUSY and ei.value.status_name == "BUSY"
-    mnem.Store(store_dir).close()  # released on close
-
-
-def test_missing_dir_without_create_is_not_found(tmp_path):
-    with pytest.raises(mnem.NotFound) as ei:
-        mnem.Store(str(tmp_path / "nope"), create=False)
-    assert ei.value.status == mnem.NOT_FOUND
-
-
-def test_write_on_read_only_handle(store_dir):
-    with mnem.Store(store_dir) as s:
-        s.add_session(APP, USER, "s1", jl(ev("e1", "alpha")))
-    with mnem.Store(store_dir, read_only=True) as s:  # create defaults to False here
-        assert ids(s.search(APP, USER, "alpha")) == ["e1"]
-        for write in (
-            lambda: s.add_session(APP, USER, "s2", jl(ev("e2", "beta"))),
-            lambda: s.add_events(APP, USER, "s2", jl(ev("e2", "beta"))),
-            lambda: s.delete_memory(APP, USER, "e1"),
-            lambda: s.put_episodes(APP, USER, [{"primary": "x"}]),
-        ):
-            with pytest.raises(mnem.ReadOnly) as ei:
-                write()
-            assert ei.value.status == mnem.READ_ONLY
-        assert ids(s.search(APP, USER, "alpha")) == ["e1"]
-
-
-def test_create_and_read_only_together_is_invalid(store_dir):
-    with pytest.raises(mnem.InvalidArgument):
-        mnem.Store(store_dir, create=True, read_only=True)
-
-
-def test_unknown_option_key_is_invalid(store_dir):
-    with pytest.raises(mnem.InvalidArgument) as ei:
-        mnem.Store(store_dir, options={"sync_writez": True})
-    assert "sync_writez" in ei.value.message
-
-
-def test_malformed_json_line_names_the_line_and_writes_nothing():
-    with mnem.Store(":memory:") as s:
-        buf = jl(ev("e1", "first good"), ev("e2", "second good")) + "\n{not json\n" + jl(ev("e4", "fourth"))
-        for call in (lambda: s.add_session(APP, USER, "s1", buf),
-                     lambda: s.add_events(APP, USER, "s1", buf)):
-            with pytest.raises(mnem.InvalidArgument) as ei:
-                call()
-            assert ei.value.status == mnem.INVALID_ARGUMENT
-            assert "3" in ei.value.message, ei.value.message
-        assert ids(s.search(APP, USER, "good")) == []
 
 
 def test_invalid_utf8_is_rejected():
@@ -193,23 +108,6 @@ def test_null_pointer_with_length_is_invalid_and_err_may_be_null():
         assert st == mnem.OK and err.code == 0 and err.message == b"" and n.value == 0
 
 
-def test_empty_batch_and_empty_events_are_fine():
-    with mnem.Store(":memory:") as s:
-        assert s.add_session(APP, USER, "s1", "") == 0
-        assert s.add_events(APP, USER, "s1", "") == 0
-        assert s.delete_memory(APP, USER, "") == 0
-        assert s.search(APP, USER, "") == {"memories": []}
-        assert s.search(APP, "nobody", "anything") == {"memories": []}
-
-
-def test_search_output_shape():
-    with mnem.Store(":memory:") as s:
-        s.add_session(APP, USER, "s1", jl(ev("e1", "shape test", ts=0.5, author="model")))
-        (m,) = s.search(APP, USER, "shape")["memories"]
-        assert m == {"id": "e1", "author": "model", "timestamp": "1970-01-01T05:30:00.500000",
-                     "custom_metadata": {}, "content": {"role": "user", "parts": [{"text": "shape test"}]}}
-
-
 def test_buffer_grows_for_large_results():
     big = "needle " + "x" * 100_000
     with mnem.Store(":memory:") as s:
@@ -236,27 +134,6 @@ def test_buffer_grows_for_large_results():
         assert json.loads(bytes(buf)) == res
 
 
-def test_namespaces_do_not_collide():
-    with mnem.Store(":memory:") as s:
-        s.add_session("app/other-user", "user", "s", jl(ev("e1", "secret")))
-        s.add_session("a\x00b", "", "s", jl(ev("e2", "secret")))
-        assert ids(s.search("app", "other-user/user", "secret")) == []
-        assert ids(s.search("a", "\x00b", "secret")) == []
-        assert ids(s.search("a\x00b", "", "secret")) == ["e2"]
-        assert ids(s.search("app/other-user", "user", "secret")) == ["e1"]
-
-
-def test_add_events_dedup_and_delete_counts():
-    with mnem.Store(":memory:") as s:
-        assert s.add_events(APP, USER, "s1", jl(ev("a", "one"), ev("a", "two"), ev("b", "three"))) == 2
-        assert s.add_events(APP, USER, "s1", jl(ev("b", "four"), ev("c", "five"))) == 1
-        assert s.add_events(APP, USER, None, jl(ev("a", "six"))) == 1  # unknown-session bucket
-        assert s.delete_memory(APP, USER, "a") == 2
-        assert s.delete_memory(APP, USER, "a") == 0
-        assert s.add_events(APP, USER, "s2", jl(ev("a", "seven"))) == 0  # tombstoned
-        assert ids(s.search(APP, USER, "one two six seven three five")) == ["b", "c"]
-
-
 def test_add_events_custom_metadata_ttl_and_unknown_keys():
     with mnem.Store(":memory:") as s:
         s.add_events(APP, USER, "s1", jl(ev("a", "ephemeral")), {"ttl_ms": 1, "whatever": object()})
@@ -266,72 +143,19 @@ def test_add_events_custom_metadata_ttl_and_unknown_keys():
         assert ids(s.search(APP, USER, "ephemeral")) == ["b"]
 
 
-def test_episodes_roundtrip_and_lexical_apis():
+def test_episodes_take_dicts_and_return_uuids():
+    # Fields, ranking and revisions are the conformance corpus's; here the Python types: dicts
+    # in, uuid.UUID out (v7, in line order), UUID objects accepted where ids go in.
     with mnem.Store(":memory:") as s:
-        got = s.put_episodes(APP, USER, [
-            {"primary": "the quick brown fox", "tags": ["animal"], "metadata": {"k": 1}},
-            {"primary": "lazy dog", "secondary": "brown", "episode_type": "note"},
-            {"primary": "unrelated text", "context": "Straße"},
-        ])
-        assert len(got) == 3 and all(isinstance(u, uuid.UUID) and u.version == 7 for u in got)
+        got = s.put_episodes(APP, USER, [{"primary": "the quick brown fox", "metadata": {"k": 1}},
+                                         {"primary": "lazy dog", "context": "Straße"}])
+        assert len(got) == 2 and all(isinstance(u, uuid.UUID) and u.version == 7 for u in got)
         assert got == sorted(got)
-
-        res = s.keyword_search(APP, USER, {"text": "brown"})["results"]
-        assert {r["record"]["id"] for r in res} == {str(got[0]), str(got[1])}
-        assert all(r["score"] > 0 for r in res)
-        rec = next(r["record"] for r in res if r["record"]["id"] == str(got[0]))
-        assert rec["revision"] == 1 and rec["tags"] == ["animal"] and rec["metadata"] == {"k": 1}
-        assert rec["episode_type"] == "episode"
-        assert [r["record"]["id"] for r in s.keyword_search(APP, USER, {"text": "brown", "tag": "animal"})["results"]] \
-            == [str(got[0])]
-        assert [r["record"]["id"] for r in s.keyword_search(APP, USER, {"text": "brown", "episode_type": "note"})[
-            "results"]] == [str(got[1])]
-        assert [r["record"]["id"] for r in s.keyword_search(APP, USER, {"text": "STRASSE straße"})["results"]] \
-            == [str(got[2])]
-
-        page = s.lexical_page(APP, USER, {"text": "brown fox", "limit": 1})
-        assert page["exhaustive"] is True and page["next_after"] is None
-        assert page["matched_records"] == 2 and page["corpus_records"] == 3 and page["scanned_records"] == 3
-        assert [h["record"]["id"] for h in page["hits"]] == [str(got[0])]
-        page = s.lexical_page(APP, USER, {"text": "brown", "scan_limit": 1})
-        assert page["next_after"] == str(got[0]) and page["exhaustive"] is False
-        page = s.lexical_page(APP, USER, {"text": "brown", "after": page["next_after"]})
-        assert page["exhaustive"] is False and page["scanned_records"] == 2
-        with pytest.raises(mnem.InvalidArgument):
-            s.lexical_page(APP, USER, {"text": "..."})
-
-        assert [r["record"]["id"] for r in s.substring_search(APP, USER, {"text": "ROWN"})["results"]] \
-            == [str(got[0]), str(got[1])]
-
-        # Update keeps the id and bumps the revision.
         (same,) = s.put_episodes(APP, USER, [{"id": str(got[0]), "primary": "renamed fox"}])
         assert same == got[0]
-        rec = s.keyword_search(APP, USER, {"text": "renamed"})["results"][0]["record"]
-        assert rec["revision"] == 2
-
+        assert [e["revision"] for e in s.get_episodes(APP, USER, [got[0], uuid.UUID(int=7)]) if e] == [2]
         assert s.delete_episodes(APP, USER, [got[0], uuid.uuid4()]) == 1
-        assert s.delete_episodes(APP, USER, [got[0]]) == 0
         assert s.keyword_search(APP, USER, {"text": "fox"})["results"] == []
-
-
-def test_episode_input_errors():
-    with mnem.Store(":memory:") as s:
-        with pytest.raises(mnem.InvalidArgument) as ei:
-            s.put_episodes(APP, USER, [{"primary": "ok"}, {"primary": "x", "primray": "typo"}])
-        assert "primray" in ei.value.message and "2" in ei.value.message
-        assert s.keyword_search(APP, USER, {"text": "ok"})["results"] == []
-        with pytest.raises(mnem.InvalidArgument):
-            s.keyword_search(APP, USER, {"text": "ok", "limt": 3})
-        # out_ids_cap smaller than 16 x lines: rejected before anything is written.
-        st = L.lib().mnem_put_episodes(s._handle, L.mstr(APP), L.mstr(USER), L.mstr(jl({"primary": "a"}, {"primary": "b"})),
-                                       (ctypes.c_uint8 * 16)(), 16, None)
-        assert st == mnem.INVALID_ARGUMENT
-        assert s.keyword_search(APP, USER, {"text": "a b"})["results"] == []
-        # NULL/0 ids buffer: allowed.
-        st = L.lib().mnem_put_episodes(s._handle, L.mstr(APP), L.mstr(USER), L.mstr(jl({"primary": "zzz"})), None, 0,
-                                       None)
-        assert st == mnem.OK
-        assert len(s.keyword_search(APP, USER, {"text": "zzz"})["results"]) == 1
 
 
 class CountingEmbedder:

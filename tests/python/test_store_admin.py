@@ -42,15 +42,6 @@ def test_list_and_iterate_namespaces(store):
         store.list_namespaces(limit=0)
 
 
-def test_namespace_stats_and_check(store):
-    store.add_session(APP, USER, "s1", [event("e1", "tea"), event("e2", "coffee")])
-    st = store.namespace_stats(APP, USER)
-    assert st["buckets"] == 1 and st["bucket_events"] == 2 and st["live"] == 2
-    assert store.namespace_stats(APP, "nobody")["live"] == 0
-    report = store.check()
-    assert report["ok"] is True and report["problem"] is None and report["episodes"] == 2
-
-
 def test_backup_export_import_answer_the_same(store, tmp_path):
     store.add_session(APP, USER, "s1", [event("e1", "green tea"), event("e2", "black tea")])
     store.delete_memory(APP, USER, "e2")
@@ -79,18 +70,3 @@ def test_backup_export_import_answer_the_same(store, tmp_path):
     assert b"".join(store.export_pages()) == store.export()
 
 
-def test_view_beside_a_writer(store_dir):
-    with mnem.Store(store_dir) as writer:
-        writer.add_events(APP, USER, "s", [event("e1", "tea before")])
-        with pytest.raises(mnem.Busy):
-            mnem.Store(store_dir, read_only=True)
-        with mnem.Store(store_dir, view=True) as view:
-            assert view.read_only
-            writer.add_events(APP, USER, "s", [event("e2", "tea after")])
-            assert [m["id"] for m in view.search(APP, USER, "tea")["memories"]] == ["e1"]
-            with pytest.raises(mnem.ReadOnly):
-                view.add_events(APP, USER, "s", [event("e3", "tea")])
-        with mnem.Store(store_dir, view=True) as later:
-            assert [m["id"] for m in later.search(APP, USER, "tea")["memories"]] == ["e1", "e2"]
-    with pytest.raises(mnem.InvalidArgument):
-        mnem.Store(store_dir, view=True, create=True)
