@@ -3,7 +3,7 @@
 //! write path (`engine::Engine::commit_staged`) keeps them all current.
 //!
 //! - **Kept current by a write batch**: `stage` adds the index's key changes for the episodes
-//!   a batch changes to that same RocksDB batch. The previous state comes from the index's own
+//!   a batch changes to that same batch. The previous state comes from the index's own
 //!   keys in the writer's snapshot, so a re-write or delete never re-reads old records.
 //! - **Built**: by staging episodes it has never seen, as every new episode is; an older
 //!   store's indexes are built that way once (`upgrade`).
@@ -13,10 +13,8 @@
 
 use crate::error::Result;
 use crate::record::Episode;
-use crate::runs::Postings;
-use crate::store::{Snapshot, Store};
-use rocksdb::{ColumnFamily, WriteBatch};
-use std::cell::RefCell;
+use crate::store::runs::Postings;
+use crate::store::{Batch, Cf, Snapshot, Store};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
@@ -27,13 +25,11 @@ pub(crate) struct IndexWrite<'a> {
     pub snap: &'a Snapshot<'a>,
     pub prefix: &'a [u8],
     pub now: i64,
-    /// Posting changes, written behind the batch (`crate::deferred`).
-    pub postings: RefCell<Postings>,
 }
 
 impl<'a> IndexWrite<'a> {
     pub fn new(store: &'a Store, snap: &'a Snapshot<'a>, prefix: &'a [u8], now: i64) -> IndexWrite<'a> {
-        IndexWrite { store, snap, prefix, now, postings: RefCell::new(Postings::default()) }
+        IndexWrite { store, snap, prefix, now }
     }
 }
 
@@ -47,10 +43,10 @@ pub(crate) struct Placement {
     pub excluded: HashSet<Uuid>,
 }
 
-/// Key changes of one index: postings (many per episode, written behind the batch by
-/// `crate::deferred`) and the rest, added to the batch in key order, since RocksDB's memtable
-/// inserts a sorted run of keys faster than scattered ones (each search resumes where the
-/// last ended).
+/// Key changes of one index in the `index` keyspace: postings (many per episode, which the
+/// storage may write behind the batch: `store::Batch::add_postings`) and the rest, added to
+/// the batch in key order, since an ordered store inserts a sorted run of keys faster than
+/// scattered ones (each search resumes where the last ended).
 #[derive(Default)]
 pub(crate) struct KeyOps {
     now: Vec<(Vec<u8>, Option<Vec<u8>>)>,
@@ -75,18 +71,18 @@ impl KeyOps {
         self.postings.push(key, None);
     }
 
-    /// Add the changes to `batch`, and the postings to those `ctx` writes behind it.
-    pub fn apply(mut self, ctx: &IndexWrite<'_>, batch: &mut WriteBatch, cf: &ColumnFamily) {
+    /// Add the changes to `batch`.
+    pub fn apply(mut self, batch: &mut Batch) {
         // Stable: a key removed and written again (a re-written document's key) keeps the
         // write last.
         self.now.sort_by(|a, b| a.0.cmp(&b.0));
         for (k, v) in self.now {
             match v {
-                Some(v) => batch.put_cf(cf, k, v),
-                None => batch.delete_cf(cf, k),
+                Some(v) => batch.put(Cf::Index, k, v),
+                None => batch.delete(Cf::Index, k),
             }
         }
-        ctx.postings.borrow_mut().append(self.postings);
+        batch.add_postings(self.postings);
     }
 }
 
@@ -105,7 +101,7 @@ pub(crate) trait DerivedIndex {
         ctx: &IndexWrite<'_>,
         staged: &[&Episode],
         placement: &Placement,
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
     ) -> Result<Self::Staged<'a>>;
 
     /// The batch was committed.

@@ -1,6 +1,7 @@
 //! Writing episodes: revisions, expiry and tombstones (`crate::wire::episode` parses the
 //! `mnem_put_episodes` lines).
 
+use crate::adk::event::MEMORY_TYPE;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::Namespace;
@@ -42,6 +43,14 @@ impl Engine {
         let writers = Writers::lock(self)?;
         let mut txn = writers.begin(ns);
         let mut dim = self.vectors.dimension(&self.store, txn.snapshot(), ns)?;
+        txn.episodes.prefetch(inputs.iter().filter_map(|i| i.id))?;
+        // The memory ids `upsert` checks for `delete_memory` tombstones (a new UUID has none).
+        let memories: Vec<String> = inputs
+            .iter()
+            .filter(|i| i.episode_type == MEMORY_TYPE)
+            .filter_map(|i| i.event_id.clone().or_else(|| i.id.map(|id| id.to_string())))
+            .collect();
+        txn.episodes.prefetch_tombstones(memories.iter().map(String::as_str))?;
         let mut ids = Vec::with_capacity(inputs.len());
         for (i, input) in inputs.into_iter().enumerate() {
             let line = i + 1;
@@ -59,7 +68,7 @@ impl Engine {
             let now = txn.now;
             ids.push(txn.episodes.upsert(input, now).map_err(|e| e.context(format!("line {line}")))?);
         }
-        self.vectors.stage_dimension(&self.store, &mut txn.batch, ns, dim);
+        self.vectors.stage_dimension(&mut txn.batch, ns, dim);
         txn.commit()?;
         Ok(ids)
     }
@@ -68,6 +77,7 @@ impl Engine {
     pub(crate) fn delete_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<u64> {
         let writers = Writers::lock(self)?;
         let mut txn = writers.begin(ns);
+        txn.episodes.prefetch(ids.iter().copied())?;
         let mut deleted = 0;
         for id in ids {
             let now = txn.now;
@@ -82,7 +92,7 @@ impl Engine {
 
     /// `Mnem::get_episode` (the public documentation is there).
     pub(crate) fn get_episode(&self, ns: &Namespace, id: &Uuid) -> Result<Option<Episode>> {
-        let snap = self.store.snapshot();
+        let snap = self.store.snapshot_without_postings();
         match self.store.get_episode_raw(&snap, &ns.prefix(), id)? {
             Some(bytes) => {
                 let e = Episode::decode(*id, &bytes)?;

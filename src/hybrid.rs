@@ -164,16 +164,21 @@ impl Engine {
             Vec::new()
         };
         let mut out = Vec::with_capacity(q.limit);
-        for (id, score, k, s) in fuse(&lexical, &semantic, w_lex, w_sem) {
+        let fused = fuse(&lexical, &semantic, w_lex, w_sem);
+        // The records of the fused order, `limit` at a time (one batched read each: the
+        // channels skip what is not visible, so the first batch nearly always suffices).
+        for batch in fused.chunks(q.limit.max(1)) {
+            let ids: Vec<Uuid> = batch.iter().map(|r| r.0).collect();
+            for (&(id, score, k, s), bytes) in batch.iter().zip(self.store.get_episodes_raw(&snap, &prefix, &ids)?) {
+                let Some(bytes) = bytes else { continue };
+                let record = Episode::decode(id, &bytes)?;
+                if record.is_visible(now) && out.len() < q.limit {
+                    out.push(HybridSearchResult { record, score, keyword_score: k, semantic_score: s });
+                }
+            }
             if out.len() == q.limit {
                 break;
             }
-            let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &id)? else { continue };
-            let record = Episode::decode(id, &bytes)?;
-            if !record.is_visible(now) {
-                continue;
-            }
-            out.push(HybridSearchResult { record, score, keyword_score: k, semantic_score: s });
         }
         Ok(out)
     }

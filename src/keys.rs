@@ -67,18 +67,6 @@ pub fn episode_key(ns_prefix: &[u8], id: &Uuid) -> Vec<u8> {
     k
 }
 
-/// Tags of the `adk` column family's key kinds, after the namespace prefix.
-pub mod adk_tag {
-    /// `prefix 00` -> namespace state (next bucket position).
-    pub const NAMESPACE: u8 = 0x00;
-    /// `prefix 01 session_id` -> bucket (position, next sequence number).
-    pub const BUCKET: u8 = 0x01;
-    /// `prefix 02 u32be(position) u64be(seq)` -> episode UUID: the tie order of search.
-    pub const ORDER: u8 = 0x02;
-    /// `prefix 03 event_id` -> empty: a permanent `delete_memory` tombstone.
-    pub const TOMBSTONE: u8 = 0x03;
-}
-
 /// Tags of the `index` column family's key kinds, after the namespace prefix: each
 /// derived index owns a range (docs/FORMAT.md lists the keys of each).
 pub mod index_tag {
@@ -90,30 +78,14 @@ pub mod index_tag {
     pub const VECTOR_FIRST: u8 = 0x30;
 }
 
-/// A key of the `index` column family.
+/// A key of the `index` column family: the namespace prefix, the tag of one index's key
+/// kind, the rest.
 pub fn index_key(ns_prefix: &[u8], tag: u8, rest: &[u8]) -> Vec<u8> {
-    adk_key(ns_prefix, tag, rest)
-}
-
-pub fn adk_key(ns_prefix: &[u8], tag: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(ns_prefix.len() + 1 + rest.len());
     k.extend_from_slice(ns_prefix);
     k.push(tag);
     k.extend_from_slice(rest);
     k
-}
-
-pub fn order_suffix(position: u32, seq: u64) -> [u8; 12] {
-    let mut s = [0u8; 12];
-    s[..4].copy_from_slice(&position.to_be_bytes());
-    s[4..].copy_from_slice(&seq.to_be_bytes());
-    s
-}
-
-/// The `(position, seq)` of an order key's suffix, if it has the right length.
-pub fn parse_order_suffix(suffix: &[u8]) -> Option<(u32, u64)> {
-    let s: &[u8; 12] = suffix.try_into().ok()?;
-    Some((u32::from_be_bytes(s[..4].try_into().ok()?), u64::from_be_bytes(s[4..].try_into().ok()?)))
 }
 
 #[cfg(test)]
@@ -169,13 +141,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn order_suffix_round_trips_and_sorts_by_position_then_seq() {
-        assert_eq!(parse_order_suffix(&order_suffix(7, 1 << 40)), Some((7, 1 << 40)));
-        assert_eq!(parse_order_suffix(&[0; 11]), None);
-        assert!(order_suffix(1, u64::MAX) < order_suffix(2, 0));
     }
 
     #[test]

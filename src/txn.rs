@@ -6,14 +6,14 @@
 //! go to the store in one atomic batch (`Engine::commit_staged`).
 
 use crate::adk::event::{memory_id, MEMORY_TYPE};
+use crate::adk::state::AdkState;
 use crate::derived::{IndexWrite, Placement};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, Namespace};
 use crate::record::{Episode, EpisodeInput, RecordView, MAX_RECORD_BYTES};
-use crate::store::{now_ms, Snapshot, Store, CF_ADK, CF_EPISODES};
+use crate::store::{now_ms, Batch, Cf, Snapshot, Store};
 use parking_lot::MutexGuard;
-use rocksdb::WriteBatch;
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -46,13 +46,13 @@ impl<'e> Writers<'e> {
         WriteTxn {
             engine: self.engine,
             episodes: Pending::new(&self.engine.store, prefix),
-            batch: WriteBatch::default(),
+            batch: Batch::default(),
             placement: Placement::default(),
             now: now_ms(),
         }
     }
 
-    /// Write the postings held behind earlier writes to the index (`crate::deferred`), for
+    /// Write the postings held behind earlier writes in place (`store::Backend::settle`), for
     /// store management that works on key ranges.
     pub fn settle(&self) -> Result<()> {
         self.engine.settle()
@@ -65,7 +65,7 @@ impl<'e> Writers<'e> {
 pub(crate) struct WriteTxn<'w> {
     engine: &'w Engine,
     pub episodes: Pending<'w>,
-    pub batch: WriteBatch,
+    pub batch: Batch,
     pub placement: Placement,
     /// The write's time (revisions' `updated_at_ms`, expiry).
     pub now: i64,
@@ -110,11 +110,11 @@ impl<'w> WriteTxn<'w> {
         for chunk in built.chunks(CHUNK) {
             if records {
                 for e in chunk {
-                    self.batch.put_cf(store.cf(CF_EPISODES), keys::episode_key(&prefix, &e.id), e.encode());
+                    self.batch.put(Cf::Episodes, keys::episode_key(&prefix, &e.id), e.encode());
                 }
             }
             let staged: Vec<&Episode> = chunk.iter().filter(|e| !e.deleted).collect();
-            let snap = store.snapshot();
+            let snap = store.snapshot_without_postings();
             let ctx = IndexWrite::new(store, &snap, &prefix, now_ms());
             self.engine.commit_staged(&ctx, &staged, std::mem::take(&mut self.batch), &self.placement)?;
             done += chunk.len() as u64;
@@ -125,11 +125,23 @@ impl<'w> WriteTxn<'w> {
 }
 
 /// The parts of an episode's current revision that its next revision carries on.
+#[derive(Clone)]
 struct Prior {
     revision: u64,
     created_at_ms: i64,
     deleted: bool,
     episode_type: String,
+}
+
+impl Prior {
+    fn of(v: &RecordView<'_>) -> Result<Prior> {
+        Ok(Prior {
+            revision: v.revision,
+            created_at_ms: v.created_at_ms,
+            deleted: v.deleted(),
+            episode_type: v.episode_type.to_string(),
+        })
+    }
 }
 
 /// Read-modify-write state of one write batch: episodes already changed in this batch are
@@ -142,18 +154,47 @@ pub(crate) struct Pending<'s> {
     order: Vec<Uuid>,
     /// `delete_memory` tombstones looked up so far, by memory id.
     tombstones: HashMap<String, bool>,
+    /// Stored revisions read ahead (`prefetch`), by id: `None` when absent.
+    known: HashMap<Uuid, Option<Prior>>,
 }
 
 impl<'s> Pending<'s> {
     pub fn new(store: &'s Store, prefix: &[u8]) -> Pending<'s> {
         Pending {
             store,
-            snap: store.snapshot(),
+            snap: store.snapshot_without_postings(),
             prefix: prefix.to_vec(),
             changed: HashMap::new(),
             order: Vec::new(),
             tombstones: HashMap::new(),
+            known: HashMap::new(),
         }
+    }
+
+    /// Read what `upsert` and `tombstone` will need of these ids' stored revisions, at once:
+    /// a write of many lines asks the store once, not once per line.
+    pub fn prefetch(&mut self, ids: impl Iterator<Item = Uuid>) -> Result<()> {
+        let mut ids: Vec<Uuid> =
+            ids.filter(|id| !self.changed.contains_key(id) && !self.known.contains_key(id)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for (id, bytes) in ids.iter().zip(self.store.get_episodes_raw(&self.snap, &self.prefix, &ids)?) {
+            let prior = bytes.map(|b| Prior::of(&RecordView::parse(*id, &b)?)).transpose()?;
+            self.known.insert(*id, prior);
+        }
+        Ok(())
+    }
+
+    /// Read the `delete_memory` tombstones of these memory ids at once (`is_tombstoned`).
+    pub fn prefetch_tombstones<'m>(&mut self, memory_ids: impl Iterator<Item = &'m str>) -> Result<()> {
+        let mut ids: Vec<&str> = memory_ids.filter(|m| !self.tombstones.contains_key(*m)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let state = AdkState { store: self.store, snap: &self.snap, prefix: &self.prefix };
+        for (m, t) in ids.iter().zip(state.tombstoned(&ids)?) {
+            self.tombstones.insert(m.to_string(), t);
+        }
+        Ok(())
     }
 
     pub fn snapshot(&self) -> &Snapshot<'s> {
@@ -176,17 +217,11 @@ impl<'s> Pending<'s> {
             };
             return Ok(Some(p));
         }
+        if let Some(p) = self.known.get(id) {
+            return Ok(p.clone());
+        }
         match self.store.get_episode_raw(&self.snap, &self.prefix, id)? {
-            Some(bytes) => {
-                let v = RecordView::parse(*id, &bytes)?;
-                let p = Prior {
-                    revision: v.revision,
-                    created_at_ms: v.created_at_ms,
-                    deleted: v.deleted(),
-                    episode_type: v.episode_type.to_string(),
-                };
-                Ok(Some(p))
-            }
+            Some(bytes) => Ok(Some(Prior::of(&RecordView::parse(*id, &bytes)?)?)),
             None => Ok(None),
         }
     }
@@ -204,8 +239,8 @@ impl<'s> Pending<'s> {
         if let Some(&t) = self.tombstones.get(memory_id) {
             return Ok(t);
         }
-        let key = keys::adk_key(&self.prefix, keys::adk_tag::TOMBSTONE, memory_id.as_bytes());
-        let t = self.store.get_cf(&self.snap, CF_ADK, &key)?.is_some();
+        let state = AdkState { store: self.store, snap: &self.snap, prefix: &self.prefix };
+        let t = state.tombstoned(&[memory_id])?[0];
         self.tombstones.insert(memory_id.to_string(), t);
         Ok(t)
     }
@@ -292,11 +327,10 @@ impl<'s> Pending<'s> {
     }
 
     /// Add every staged episode to `batch`, in staging order.
-    pub fn write_into(&self, batch: &mut WriteBatch) {
-        let cf = self.store.cf(CF_EPISODES);
+    pub fn write_into(&self, batch: &mut Batch) {
         for id in &self.order {
             let e = &self.changed[id];
-            batch.put_cf(cf, keys::episode_key(&self.prefix, id), e.encode());
+            batch.put(Cf::Episodes, keys::episode_key(&self.prefix, id), e.encode());
         }
     }
 

@@ -2,14 +2,14 @@
 //! once, at its first read-write open, through the same staging steps as every write.
 
 use crate::adk::memory_id;
+use crate::adk::state::AdkState;
 use crate::derived::Placement;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::keys::{self, adk_tag};
 use crate::record::Episode;
-use crate::store::{OpenOptions, Snapshot, CF_ADK, CF_EPISODES, CF_INDEX, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
+use crate::store::Batch;
+use crate::store::{Cf, OpenOptions, Snapshot, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
 use crate::txn::{WriteTxn, Writers, CHUNK};
-use rocksdb::WriteBatch;
 use std::collections::HashSet;
 use uuid::Uuid;
 
@@ -22,7 +22,7 @@ pub(crate) fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
     if opened < FIRST_INDEXED_FORMAT {
         engine.indexes_built = build_indexes(&engine)?;
     } else if opened < FORMAT_VERSION && !engine.store.is_read_only() {
-        let mut b = WriteBatch::default();
+        let mut b = Batch::default();
         engine.store.stage_format(&mut b);
         engine.store.write(b)?;
     }
@@ -34,9 +34,9 @@ pub(crate) fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
 /// so the next open starts over (the partial index is cleared first).
 fn build_indexes(m: &Engine) -> Result<u64> {
     let writers = Writers::lock(m)?;
-    m.store.clear_cf(CF_INDEX)?;
-    let records = m.store.snapshot();
-    let mut it = m.store.prefix_iter(&records, CF_EPISODES, &[], &[]);
+    m.store.clear_cf(Cf::Index)?;
+    let records = m.store.snapshot_without_postings();
+    let mut it = m.store.prefix_iter(&records, Cf::Episodes, &[], &[]);
     let mut namespaces = 0u64;
     let mut current: Option<WriteTxn<'_>> = None;
     let mut chunk: Vec<Episode> = Vec::new();
@@ -69,7 +69,7 @@ fn build_indexes(m: &Engine) -> Result<u64> {
     }
     drop(current);
     writers.settle()?;
-    let mut b = WriteBatch::default();
+    let mut b = Batch::default();
     m.store.stage_format(&mut b);
     m.store.write(b)?;
     Ok(namespaces)
@@ -87,20 +87,14 @@ fn index_chunk(txn: &mut WriteTxn<'_>, chunk: &mut Vec<Episode>) -> Result<()> {
 /// index leaves out (those whose memory id `delete_memory` tombstoned).
 fn placement(m: &Engine, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Placement> {
     let mut p = Placement::default();
-    m.store.scan_prefix(snap, CF_ADK, &keys::adk_key(prefix, adk_tag::ORDER, &[]), |suffix, v| {
-        match (keys::parse_order_suffix(suffix), <[u8; 16]>::try_from(v)) {
-            (Some(place), Ok(id)) => p.places.insert(Uuid::from_bytes(id), place),
-            _ => return Err(Error::corruption("ADK order record is malformed")),
-        };
+    let state = AdkState { store: &m.store, snap, prefix };
+    state.order(None, None, |position, seq, id| {
+        p.places.insert(id, (position, seq));
         Ok(true)
     })?;
-    let mut tombstoned: HashSet<Vec<u8>> = HashSet::new();
-    m.store.scan_prefix(snap, CF_ADK, &keys::adk_key(prefix, adk_tag::TOMBSTONE, &[]), |memory_id, _| {
-        tombstoned.insert(memory_id.to_vec());
-        Ok(true)
-    })?;
+    let tombstoned: HashSet<Vec<u8>> = state.tombstones()?.into_iter().collect();
     if !tombstoned.is_empty() {
-        m.store.scan_prefix(snap, CF_EPISODES, prefix, |id, v| {
+        m.store.scan_prefix(snap, Cf::Episodes, prefix, |id, v| {
             let id =
                 Uuid::from_bytes(id.try_into().map_err(|_| Error::corruption("episode key has a malformed length"))?);
             let view = crate::record::RecordView::parse(id, v)?;

@@ -82,7 +82,8 @@ fn the_index_rebuild_honours_tombstones() {
         // What a delete followed by a re-put left behind before the check existed: the
         // memory episode and the tombstone of its id.
         m.put_episodes(&ns(), vec![memory(Some("pref-1"), "likes oolong")]).unwrap();
-        let tombstone = mnem::keys::adk_key(&ns().prefix(), mnem::keys::adk_tag::TOMBSTONE, b"pref-1");
+        // docs/FORMAT.md: namespace prefix, tag 03 (a `delete_memory` tombstone), the memory id.
+        let tombstone = [&ns().prefix()[..], &[0x03], b"pref-1"].concat();
         m.store().put_raw_for_test("adk", &tombstone, b"").unwrap();
         m.store().set_format_version_for_test(1).unwrap();
     }

@@ -281,6 +281,35 @@ impl Replay {
         Ok(Outcome { status: "OK".into(), out: Some(buf), ..Default::default() })
     }
 
+    /// A read whose answer may change between two calls (`mnem_stats`: live counters, and
+    /// not kept for a retry): sized by a query, then retried with room to spare.
+    fn read_moving(
+        &self,
+        f: &dyn Fn(*mut u8, usize, *mut usize, *mut mnem_error) -> Status,
+    ) -> Result<Outcome, String> {
+        for _ in 0..5 {
+            let (mut e, mut need) = (new_err(), 0usize);
+            let st = f(ptr::null_mut(), 0, &mut need, &mut e);
+            let msg = check_err(st, &e)?;
+            if st != Status::BufferTooSmall {
+                return Ok(Outcome { status: status_name(st as i32), message: msg, ..Default::default() });
+            }
+            let mut buf = vec![0u8; need + 256];
+            let (mut e, mut len) = (new_err(), 0usize);
+            let st = f(buf.as_mut_ptr(), buf.len(), &mut len, &mut e);
+            let msg = check_err(st, &e)?;
+            match st {
+                Status::Ok => {
+                    buf.truncate(len);
+                    return Ok(Outcome { status: "OK".into(), out: Some(buf), ..Default::default() });
+                }
+                Status::BufferTooSmall => continue,
+                _ => return Ok(Outcome { status: status_name(st as i32), message: msg, ..Default::default() }),
+            }
+        }
+        Err("the answer outgrew its buffer five times".into())
+    }
+
     fn call(&mut self, call: &str, a: &Value) -> Result<Outcome, String> {
         let app = text_arg(a, "app");
         let app = if a.get("app").is_none() { "app".to_string() } else { app };
@@ -419,7 +448,7 @@ impl Replay {
                 self.read(&|o, c, l, e| mnem_list_namespaces(h, view(q.as_bytes()), o, c, l, e))?
             }
             "namespace_stats" => self.read(&|o, c, l, e| mnem_namespace_stats(h, app_s, user_s, o, c, l, e))?,
-            "stats" => self.read(&|o, c, l, e| mnem_stats(h, o, c, l, e))?,
+            "stats" => self.read_moving(&|o, c, l, e| mnem_stats(h, o, c, l, e))?,
             "check" => self.read(&|o, c, l, e| mnem_check(h, o, c, l, e))?,
             "export" | "export_page" => {
                 let all = i32::from(a.get("all").and_then(Value::as_bool).unwrap_or(false));

@@ -10,7 +10,7 @@
 //!
 //! Stored bytes change only together with FORMAT_VERSION: see `BUMP`.
 
-use mnem::keys::{self, adk_tag, Namespace};
+use mnem::keys::{self, Namespace};
 use mnem::record::{Episode, MAX_RECORD_BYTES, RECORD_VERSION};
 use mnem::{EpisodeInput, Expiry, HybridQuery, KeywordQuery, Mnem, OpenOptions, Status, FORMAT_VERSION};
 use rocksdb::{IteratorMode, Options, DB};
@@ -309,20 +309,20 @@ fn key_goldens() {
         keys::episode_key(&p, &id),
         &[("prefix", ns_hex), ("uuid, RFC 4122 byte order", "0192f5e47c3a7b218d4e123456789abc")],
     );
-    check("adk namespace key", keys::adk_key(&p, adk_tag::NAMESPACE, &[]), &[("prefix", ns_hex), ("tag", "00")]);
+    check("adk namespace key", adk_key(&p, adk_tag::NAMESPACE, &[]), &[("prefix", ns_hex), ("tag", "00")]);
     check(
         "adk bucket key",
-        keys::adk_key(&p, adk_tag::BUCKET, "s1".as_bytes()),
+        adk_key(&p, adk_tag::BUCKET, "s1".as_bytes()),
         &[("prefix", ns_hex), ("tag", "01"), ("session_id", "7331")],
     );
     check(
         "adk order key",
-        keys::adk_key(&p, adk_tag::ORDER, &keys::order_suffix(7, 2)),
+        adk_key(&p, adk_tag::ORDER, &order_suffix(7, 2)),
         &[("prefix", ns_hex), ("tag", "02"), ("u32be position 7", "00000007"), ("u64be seq 2", "0000000000000002")],
     );
     check(
         "adk tombstone key",
-        keys::adk_key(&p, adk_tag::TOMBSTONE, "e1".as_bytes()),
+        adk_key(&p, adk_tag::TOMBSTONE, "e1".as_bytes()),
         &[("prefix", ns_hex), ("tag", "03"), ("event id", "6531")],
     );
 }
@@ -439,14 +439,14 @@ fn a_live_store_holds_exactly_the_documented_keys_and_values() {
     assert_eq!((note.expires_at_ms, note.embedding.as_deref()), (Some(4_102_444_800_000), Some(&[1.0, 0.0, 0.5][..])));
 
     let adk = raw_cf(&dir, "adk");
-    let key = |tag: u8, rest: &[u8]| keys::adk_key(&p, tag, rest);
+    let key = |tag: u8, rest: &[u8]| adk_key(&p, tag, rest);
     let mut bucket = 0u32.to_le_bytes().to_vec();
     bucket.extend_from_slice(&2u64.to_le_bytes());
     let want_adk = vec![
         (key(adk_tag::NAMESPACE, &[]), 1u32.to_le_bytes().to_vec()),
         (key(adk_tag::BUCKET, b"s1"), bucket),
         // e1's order entry (position 0, seq 0) went with it; e2 keeps seq 1.
-        (key(adk_tag::ORDER, &keys::order_suffix(0, 1)), e2.id.as_bytes().to_vec()),
+        (key(adk_tag::ORDER, &order_suffix(0, 1)), e2.id.as_bytes().to_vec()),
         (key(adk_tag::TOMBSTONE, b"e1"), Vec::new()),
     ];
     assert_eq!(adk, want_adk, "adk column family: {BUMP}");
@@ -531,7 +531,7 @@ fn check_index_cf(dir: &Path, p: &[u8], e2: Uuid, note: Uuid) {
 
     // ADK search index: tags 20-25, keys only (values: docs/FORMAT.md). The note is not an
     // ADK memory, so only e2 is there; its text is ASCII, so it has no char postings.
-    let place = keys::order_suffix(0, 1);
+    let place = order_suffix(0, 1);
     let mut want_adk: Vec<Vec<u8>> =
         vec![key(0x20, &place), key(0x21, e2.as_bytes()), key(0x25, &cat(&[&lp(b"e2"), &place]))];
     for w in mnem::adk::tokenizer::searchable_words("the blue heron") {
@@ -957,4 +957,22 @@ fn an_interrupted_upgrade_starts_over() {
     assert!(!raw_cf(&dir, "index").iter().any(|(k, _)| k == &stray), "the stray key is gone");
     assert_eq!(read_fixture(&dir), want, "the store reads as after a whole upgrade");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An `adk` key as docs/FORMAT.md spells it: the namespace prefix, the kind's tag, the rest.
+fn adk_key(prefix: &[u8], tag: u8, rest: &[u8]) -> Vec<u8> {
+    [prefix, &[tag], rest].concat()
+}
+
+/// docs/FORMAT.md's tags of `adk` keys.
+mod adk_tag {
+    pub const NAMESPACE: u8 = 0x00;
+    pub const BUCKET: u8 = 0x01;
+    pub const ORDER: u8 = 0x02;
+    pub const TOMBSTONE: u8 = 0x03;
+}
+
+/// An order key's suffix (docs/FORMAT.md): u32be position, u64be sequence.
+fn order_suffix(position: u32, seq: u64) -> Vec<u8> {
+    [&position.to_be_bytes()[..], &seq.to_be_bytes()].concat()
 }

@@ -7,7 +7,7 @@
 //!   and damaged stores: every status observed must be listed.
 
 use mnem::ffi::*;
-use mnem::keys::{adk_key, adk_tag, episode_key};
+use mnem::keys::episode_key;
 use mnem::{Namespace, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -330,7 +330,7 @@ fn damaged_store(dir: &Path) {
     let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), dir, ["default", "meta", "episodes", "adk", "index"])
         .expect("raw RocksDB open of the store");
     db.put_cf(db.cf_handle("episodes").unwrap(), episode_key(&prefix, &id), b"\x07 not a record").unwrap();
-    db.put_cf(db.cf_handle("adk").unwrap(), adk_key(&prefix, adk_tag::BUCKET, b"s1"), b"?").unwrap();
+    db.put_cf(db.cf_handle("adk").unwrap(), [&prefix[..], &[0x01], b"s1"].concat(), b"?").unwrap();
     // The ADK index's keys of `e1` (docs/FORMAT.md), at bucket 0 seq 0, are malformed: its
     // entry (tag 0x20), which searches read, and its memory-id key (tag 0x25), where
     // `delete_memory` finds its targets.

@@ -27,8 +27,8 @@ use crate::derived::{DerivedIndex, IndexWrite, KeyOps};
 use crate::error::{Error, Result};
 use crate::keys::index_tag;
 use crate::record::Episode;
-use crate::store::{Snapshot, Store, CF_INDEX};
-use rocksdb::WriteBatch;
+use crate::store::Batch;
+use crate::store::{Cf, Snapshot, Store};
 use uuid::Uuid;
 
 pub(crate) const ENTRY: u8 = index_tag::ADK_FIRST;
@@ -227,21 +227,20 @@ fn indexed_text(e: &Episode) -> String {
 /// says which) are removed; then, unless deleted or excluded, it is indexed at the place the
 /// writer appended it, else at its old session place (a re-write keeps its place), else, for
 /// a `memory` episode with content, after every bucket.
-pub(crate) fn stage(
-    ctx: &IndexWrite<'_>,
-    staged: &[&Episode],
-    placement: &Placement,
-    batch: &mut WriteBatch,
-) -> Result<()> {
+pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], placement: &Placement, batch: &mut Batch) -> Result<()> {
     let mut ops = KeyOps::default();
+    // A first revision has no earlier one that could be indexed (and an upgrade starts from
+    // an empty index): a new episode, the common case, needs no lookup. The others' documents
+    // are read at once.
+    let rewritten: Vec<Vec<u8>> =
+        staged.iter().filter(|e| e.revision > 1).map(|e| key(ctx.prefix, DOC, &[e.id.as_bytes()], None)).collect();
+    let mut docs = ctx.store.multi_get_cf(ctx.snap, Cf::Index, &rewritten)?.into_iter();
     for e in staged {
         let doc_key = key(ctx.prefix, DOC, &[e.id.as_bytes()], None);
-        // A first revision has no earlier one that could be indexed (and an upgrade starts
-        // from an empty index): a new episode, the common case, needs no lookup.
         let old = if e.revision == 1 {
             None
         } else {
-            ctx.store.get_cf(ctx.snap, CF_INDEX, &doc_key)?.map(|v| Doc::decode(&v)).transpose()?
+            docs.next().expect("one answer per rewritten episode").map(|v| Doc::decode(&v)).transpose()?
         };
         if let Some(d) = &old {
             remove(&mut ops, ctx.prefix, &doc_key, d);
@@ -260,7 +259,7 @@ pub(crate) fn stage(
         };
         add(&mut ops, ctx.prefix, &doc_key, e, place);
     }
-    ops.apply(ctx, batch, ctx.store.cf(CF_INDEX));
+    ops.apply(batch);
     Ok(())
 }
 
@@ -312,18 +311,28 @@ fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Plac
 pub(crate) fn bucket_entries(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], bucket: u32) -> Result<Vec<Entry>> {
     let bucket = bucket.to_be_bytes();
     let mut out = Vec::new();
-    store.scan_prefix(snap, CF_INDEX, &key(prefix, ENTRY, &[&bucket], None), |seq, v| {
+    store.scan_prefix(snap, Cf::Index, &key(prefix, ENTRY, &[&bucket], None), |seq, v| {
         out.push(Entry::decode(Place::decode(&[&bucket[..], seq].concat())?, v)?);
         Ok(true)
     })?;
     Ok(out)
 }
 
-/// The entry at `place` (a place a posting names).
-pub(crate) fn entry_at(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], place: &[u8]) -> Result<Entry> {
-    let k = key(prefix, ENTRY, &[place], None);
-    let v = store.get_cf(snap, CF_INDEX, &k)?.ok_or_else(|| Error::corruption("an ADK index posting has no entry"))?;
-    Entry::decode(Place::decode(place)?, &v)
+/// The entries at `places` (places postings name), in order: one batched read.
+pub(crate) fn entries_at<'p>(
+    store: &Store,
+    snap: &Snapshot<'_>,
+    prefix: &[u8],
+    places: impl Iterator<Item = &'p [u8]> + Clone,
+) -> Result<Vec<Entry>> {
+    let keys: Vec<Vec<u8>> = places.clone().map(|place| key(prefix, ENTRY, &[place], None)).collect();
+    places
+        .zip(store.multi_get_cf(snap, Cf::Index, &keys)?)
+        .map(|(place, v)| {
+            let v = v.ok_or_else(|| Error::corruption("an ADK index posting has no entry"))?;
+            Entry::decode(Place::decode(place)?, &v)
+        })
+        .collect()
 }
 
 /// `(episode, place)` of the entries reported as `memory_id`, wherever they are.
@@ -335,7 +344,7 @@ pub(crate) fn memory_id_entries(
 ) -> Result<Vec<(Uuid, Place)>> {
     let kind = key(prefix, MEMID, &[&len_be(memory_id), memory_id.as_bytes()], None);
     let mut out = Vec::new();
-    store.scan_prefix(snap, CF_INDEX, &kind, |place, v| {
+    store.scan_prefix(snap, Cf::Index, &kind, |place, v| {
         let id = <[u8; 16]>::try_from(v).map_err(|_| Error::corruption("an ADK index memory id key is malformed"))?;
         out.push((Uuid::from_bytes(id), Place::decode(place)?));
         Ok(true)
@@ -349,13 +358,7 @@ pub(crate) struct AdkSearchIndex;
 impl DerivedIndex for AdkSearchIndex {
     type Staged<'a> = ();
 
-    fn stage(
-        &self,
-        ctx: &IndexWrite<'_>,
-        staged: &[&Episode],
-        placement: &Placement,
-        batch: &mut WriteBatch,
-    ) -> Result<()> {
+    fn stage(&self, ctx: &IndexWrite<'_>, staged: &[&Episode], placement: &Placement, batch: &mut Batch) -> Result<()> {
         stage(ctx, staged, placement, batch)
     }
 }

@@ -1,8 +1,8 @@
 //! The ADK memory seam: `InMemoryMemoryService` semantics (google-adk 2.13.0) over the store.
 //!
 //! Storage: every stored event is an episode of type `event` (primary text = its searchable
-//! text). The `adk` column family keeps, per namespace, the session buckets (position in
-//! first-insertion order and the next sequence number), the order entries
+//! text). The `adk` column family (`state`) keeps, per namespace, the session buckets
+//! (position in first-insertion order and the next sequence number), the order entries
 //! `(bucket position, sequence) -> episode` that define the tie order of search, and the
 //! `delete_memory` tombstones. The search index (`index`, read by `search`) lives in the
 //! `index` column family. All of it is written in the same batch as the episodes, and every
@@ -11,6 +11,7 @@
 pub mod event;
 pub mod index;
 mod search;
+pub(crate) mod state;
 pub mod tables;
 pub mod timestamp;
 pub mod tokenizer;
@@ -18,13 +19,14 @@ pub mod tokenizer;
 use crate::engine::Engine;
 use crate::episodes::{self, EpisodeInput, Expiry};
 use crate::error::{Error, Result};
-use crate::keys::{self, adk_tag, Namespace};
+use crate::keys::Namespace;
 use crate::record::RecordView;
-use crate::store::{now_ms, CF_ADK};
+use crate::store::now_ms;
 use crate::txn::{WriteTxn, Writers};
 pub use event::EventOptions;
 use event::{line_context, AdkEvent, Memory};
 use index::{Entry, Place, MEMORY_BUCKET};
+use state::{AdkChanges, AdkState, Bucket};
 use std::collections::HashSet;
 use uuid::Uuid;
 
@@ -51,49 +53,19 @@ fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeI
     }
 }
 
-#[derive(Clone, Copy)]
-/// A session's bucket record: its position in the namespace's order, and the sequence number
-/// its next event takes.
-pub(crate) struct Bucket {
-    pub position: u32,
-    pub next_seq: u64,
-}
-
-pub(crate) fn decode_bucket(v: &[u8]) -> Result<Bucket> {
-    if v.len() != 12 {
-        return Err(Error::corruption("ADK bucket record is malformed"));
-    }
-    Ok(Bucket {
-        position: u32::from_le_bytes(v[..4].try_into().expect("4 bytes")),
-        next_seq: u64::from_le_bytes(v[4..].try_into().expect("8 bytes")),
-    })
-}
-
-pub(crate) fn encode_bucket(b: Bucket) -> Vec<u8> {
-    let mut v = b.position.to_le_bytes().to_vec();
-    v.extend_from_slice(&b.next_seq.to_le_bytes());
-    v
-}
-
 /// One ADK write in progress: a write transaction with the `adk` keys it stages.
 struct AdkWrite<'w> {
     txn: WriteTxn<'w>,
 }
 
 impl AdkWrite<'_> {
-    fn adk_get(&self, tag: u8, rest: &[u8]) -> Result<Option<Vec<u8>>> {
-        let key = keys::adk_key(self.txn.prefix(), tag, rest);
-        self.txn.store().get_cf(self.txn.snapshot(), CF_ADK, &key)
+    fn state(&self) -> AdkState<'_> {
+        AdkState { store: self.txn.store(), snap: self.txn.snapshot(), prefix: self.txn.prefix() }
     }
 
-    fn adk_put(&mut self, tag: u8, rest: &[u8], value: &[u8]) {
-        let key = keys::adk_key(self.txn.prefix(), tag, rest);
-        self.txn.batch.put_cf(self.txn.store().cf(CF_ADK), key, value);
-    }
-
-    fn adk_delete(&mut self, tag: u8, rest: &[u8]) {
-        let key = keys::adk_key(self.txn.prefix(), tag, rest);
-        self.txn.batch.delete_cf(self.txn.store().cf(CF_ADK), key);
+    fn changes(&mut self) -> AdkChanges<'_> {
+        let prefix = self.txn.episodes.prefix();
+        AdkChanges { batch: &mut self.txn.batch, prefix }
     }
 
     /// The index entries of a bucket before this write, in order.
@@ -103,19 +75,14 @@ impl AdkWrite<'_> {
 
     /// The bucket of `session_id`, created at the end of the namespace's order if new.
     fn bucket(&mut self, session_id: &str) -> Result<Bucket> {
-        if let Some(v) = self.adk_get(adk_tag::BUCKET, session_id.as_bytes())? {
-            return decode_bucket(&v);
+        if let Some(b) = self.state().bucket(session_id)? {
+            return Ok(b);
         }
-        let next = match self.adk_get(adk_tag::NAMESPACE, &[])? {
-            Some(v) => u32::from_le_bytes(
-                v.as_slice().try_into().map_err(|_| Error::corruption("ADK namespace record is malformed"))?,
-            ),
-            None => 0,
-        };
+        let next = self.state().next_position()?;
         if next == MEMORY_BUCKET {
             return Err(Error::invalid("this namespace has reached the maximum number of sessions"));
         }
-        self.adk_put(adk_tag::NAMESPACE, &[], &(next + 1).to_le_bytes());
+        self.changes().set_next_position(next + 1);
         Ok(Bucket { position: next, next_seq: 0 })
     }
 
@@ -128,7 +95,7 @@ impl AdkWrite<'_> {
             .episodes
             .upsert(input, now)
             .map_err(|e| e.context(format!("{}: event {event_id:?}", line_context(line))))?;
-        self.adk_put(adk_tag::ORDER, &keys::order_suffix(bucket, seq), id.as_bytes());
+        self.changes().put_order(bucket, seq, &id);
         self.txn.placement.places.insert(id, (bucket, seq));
         Ok(id)
     }
@@ -145,6 +112,7 @@ impl Engine {
         let writers = Writers::lock(self)?;
         let mut w = AdkWrite { txn: writers.begin(ns) };
         let mut kept = Vec::with_capacity(events.len());
+        w.txn.episodes.prefetch_tombstones(events.iter().map(|(_, ev)| ev.id.as_str()))?;
         for (line, ev) in events {
             if !w.txn.episodes.is_tombstoned(&ev.id)? {
                 kept.push((*line, event_input(ev, session_id, &EventOptions::default())));
@@ -155,10 +123,11 @@ impl Engine {
         // Keep the longest prefix whose stored episodes are exactly what this session would
         // write (tags and expiry included): agents re-add a growing session many times.
         let mut same = 0;
-        while same < old.len() && same < kept.len() {
-            let id = old[same].uuid;
-            let bytes = self.store.get_episode_raw(w.txn.snapshot(), w.txn.prefix(), &id)?;
-            let unchanged = match &bytes {
+        let compared: Vec<Uuid> = old.iter().take(kept.len()).map(|e| e.uuid).collect();
+        let stored = self.store.get_episodes_raw(w.txn.snapshot(), w.txn.prefix(), &compared)?;
+        while same < compared.len() {
+            let id = compared[same];
+            let unchanged = match &stored[same] {
                 Some(b) => episodes::holds(&RecordView::parse(id, b)?, &kept[same].1),
                 None => false,
             };
@@ -167,10 +136,11 @@ impl Engine {
             }
             same += 1;
         }
+        w.txn.episodes.prefetch(old[same..].iter().map(|e| e.uuid))?;
         for e in &old[same..] {
             w.txn.episodes.tombstone(&e.uuid, w.txn.now)?;
             if let Place::Session { bucket, seq } = e.place {
-                w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket, seq));
+                w.changes().delete_order(bucket, seq);
             }
         }
         let total = kept.len() as u64;
@@ -179,7 +149,7 @@ impl Engine {
             bucket.next_seq += 1;
             w.append(line, input, bucket.position, seq)?;
         }
-        w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
+        w.changes().put_bucket(session_id, bucket);
         w.commit()?;
         Ok(total)
     }
@@ -201,6 +171,7 @@ impl Engine {
         let mut seen: HashSet<String> =
             w.bucket_entries(bucket.position)?.into_iter().filter(|e| e.visible(now)).map(|e| e.memory_id).collect();
         let mut added = 0;
+        w.txn.episodes.prefetch_tombstones(events.iter().map(|(_, ev)| ev.id.as_str()))?;
         for (line, ev) in events {
             if seen.contains(&ev.id) || w.txn.episodes.is_tombstoned(&ev.id)? {
                 continue;
@@ -211,7 +182,7 @@ impl Engine {
             w.append(*line, event_input(ev, session_id, opts), bucket.position, seq)?;
             added += 1;
         }
-        w.adk_put(adk_tag::BUCKET, session_id.as_bytes(), &encode_bucket(bucket));
+        w.changes().put_bucket(session_id, bucket);
         w.commit()?;
         Ok(added)
     }
@@ -225,14 +196,15 @@ impl Engine {
         let writers = Writers::lock(self)?;
         let mut w = AdkWrite { txn: writers.begin(ns) };
         let targets = index::memory_id_entries(&self.store, w.txn.snapshot(), w.txn.prefix(), memory_id)?;
+        w.txn.episodes.prefetch(targets.iter().map(|t| t.0))?;
         for (id, place) in &targets {
             w.txn.episodes.tombstone(id, w.txn.now)?;
             if let Place::Session { bucket, seq } = *place {
-                w.adk_delete(adk_tag::ORDER, &keys::order_suffix(bucket, seq));
+                w.changes().delete_order(bucket, seq);
             }
         }
         if !targets.is_empty() {
-            w.adk_put(adk_tag::TOMBSTONE, memory_id.as_bytes(), &[]);
+            w.changes().put_tombstone(memory_id);
         }
         w.commit()?;
         Ok(targets.len() as u64)
@@ -241,10 +213,10 @@ impl Engine {
     /// `Mnem::session_event_ids` (the public documentation is there).
     pub(crate) fn session_event_ids(&self, ns: &Namespace, session_id: &str) -> Result<Option<Vec<String>>> {
         let prefix = ns.prefix();
-        let key = keys::adk_key(&prefix, adk_tag::BUCKET, session_id.as_bytes());
-        let snap = self.store.snapshot();
-        let Some(v) = self.store.get_cf(&snap, CF_ADK, &key)? else { return Ok(None) };
-        let b = decode_bucket(&v)?;
+        let snap = self.store.snapshot_without_postings();
+        let Some(b) = (AdkState { store: &self.store, snap: &snap, prefix: &prefix }).bucket(session_id)? else {
+            return Ok(None);
+        };
         let now = now_ms();
         let entries = index::bucket_entries(&self.store, &snap, &prefix, b.position)?;
         Ok(Some(entries.into_iter().filter(|e| e.visible(now)).map(|e| e.memory_id).collect()))
@@ -256,8 +228,10 @@ impl Engine {
         let snap = self.read_snapshot()?;
         let now = now_ms();
         let mut out = Vec::new();
-        for e in search::search(&self.store, &snap, &prefix, query, now)? {
-            let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &e.uuid)? else { continue };
+        let found = search::search(&self.store, &snap, &prefix, query, now)?;
+        let ids: Vec<Uuid> = found.iter().map(|e| e.uuid).collect();
+        for (e, bytes) in found.into_iter().zip(self.store.get_episodes_raw(&snap, &prefix, &ids)?) {
+            let Some(bytes) = bytes else { continue };
             let view = RecordView::parse(e.uuid, &bytes)?;
             if !view.is_visible(now) {
                 continue;

@@ -12,7 +12,7 @@ use super::index::{self, Entry, MAX_RESULTS};
 use super::tokenizer;
 use crate::error::{Error, Result};
 use crate::store::StoreIter;
-use crate::store::{Snapshot, Store, CF_INDEX};
+use crate::store::{Cf, Snapshot, Store};
 
 /// Postings a cursor steps over with `next` before it seeks instead (a seek costs a few
 /// `next`s, and skips are often short).
@@ -28,7 +28,7 @@ struct Cursor<'s> {
 
 impl<'s> Cursor<'s> {
     fn open(store: &'s Store, snap: &'s Snapshot<'s>, prefix: Vec<u8>, now: Option<i64>) -> Result<Cursor<'s>> {
-        let it = store.prefix_iter(snap, CF_INDEX, &prefix, &prefix);
+        let it = store.prefix_iter(snap, Cf::Index, &prefix, &prefix);
         let mut c = Cursor { it, prefix, now };
         c.skip_expired()?;
         Ok(c)
@@ -39,14 +39,14 @@ impl<'s> Cursor<'s> {
     }
 
     fn skip_expired(&mut self) -> Result<()> {
-        let Some(now) = self.now else { return Ok(self.it.status()?) };
+        let Some(now) = self.now else { return self.it.status() };
         while let Some(v) = self.it.value() {
             if !index::posting_expired(v, now)? {
                 return Ok(());
             }
             self.it.next();
         }
-        Ok(self.it.status()?)
+        self.it.status()
     }
 
     fn next(&mut self) -> Result<()> {
@@ -267,5 +267,5 @@ pub(crate) fn search(
             }
         }
     }
-    top.iter().map(|(_, place)| index::entry_at(store, snap, ns_prefix, place)).collect()
+    index::entries_at(store, snap, ns_prefix, top.iter().map(|(_, place)| &place[..]))
 }

@@ -6,7 +6,6 @@ use crate::engine::Engine;
 use crate::error::{Error, Result, Status};
 use crate::txn::Writers;
 use crate::Mnem;
-use rocksdb::checkpoint::Checkpoint;
 use std::path::Path;
 
 impl Engine {
@@ -28,13 +27,8 @@ impl Engine {
             return Err(Error::invalid(format!("the backup directory {dest:?} already exists; name a new one")));
         }
         // Writes wait during the copy: the checkpoint then holds every acknowledged write.
-        let writers = Writers::lock(self)?;
-        // Not needed for consistency (the copy has the journal), but a copy without one
-        // opens read-only without an overlay.
-        writers.settle()?;
-        Checkpoint::new(self.store.db())?
-            .create_checkpoint(dest)
-            .map_err(|e| Error::from(e).context(format!("backup to {dest:?}")))
+        let _writers = Writers::lock(self)?;
+        self.store.backup(dest)
     }
 }
 

@@ -1,13 +1,11 @@
-//! Integrity check: read every key of every column family with RocksDB's block checksums
-//! verified, and parse every episode record, reporting counts and the first problem.
+//! Integrity check: read every key of every column family with the storage's checksums
+//! verified (`store::Backend::verify`), and parse every episode record, reporting counts and the first problem.
 
-use crate::deferred;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::record::RecordView;
-use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META};
+use crate::store::Cf;
 use crate::Mnem;
-use rocksdb::ReadOptions;
 use uuid::Uuid;
 
 /// What `check` found.
@@ -27,27 +25,20 @@ impl Engine {
     /// `Mnem::check` (the public documentation is there).
     pub(crate) fn check(&self, progress: &mut dyn FnMut(u64)) -> CheckReport {
         let mut r = CheckReport::default();
-        for (i, cf) in [CF_META, CF_EPISODES, CF_ADK, CF_INDEX].into_iter().enumerate() {
+        for (i, cf) in Cf::ALL.into_iter().enumerate() {
             if let Err(e) = self.check_cf(cf, i, &mut r, progress) {
-                r.problem = Some(e.context(format!("column family {cf:?}")));
+                r.problem = Some(e.context(format!("column family {:?}", cf.name())));
                 return r;
             }
         }
         r
     }
 
-    fn check_cf(&self, cf: &str, i: usize, r: &mut CheckReport, progress: &mut dyn FnMut(u64)) -> Result<()> {
-        let mut ro = ReadOptions::default();
-        ro.set_verify_checksums(true);
-        // A full scan must not evict what the store's readers keep in the block cache.
-        ro.fill_cache(false);
-        let mut it = self.store.db().raw_iterator_cf_opt(self.store.cf(cf), ro);
-        it.seek_to_first();
-        while it.valid() {
-            let (k, v) = (it.key().expect("valid iterator has a key"), it.value().expect("valid iterator has a value"));
+    fn check_cf(&self, cf: Cf, i: usize, r: &mut CheckReport, progress: &mut dyn FnMut(u64)) -> Result<()> {
+        self.store.verify(cf, &mut |k, v| {
             r.keys[i] += 1;
             r.bytes += (k.len() + v.len()) as u64;
-            if cf == CF_EPISODES {
+            if cf == Cf::Episodes {
                 let id = k
                     .len()
                     .checked_sub(16)
@@ -56,17 +47,11 @@ impl Engine {
                 RecordView::parse(id, v).map_err(|e| e.context(format!("episode {id}")))?;
                 r.episodes += 1;
             }
-            if cf == CF_META && k.starts_with(deferred::JOURNAL_PREFIX) {
-                for op in crate::runs::RunOps::new(v) {
-                    op.map_err(|e| e.context(format!("journal entry {}", String::from_utf8_lossy(k))))?;
-                }
-            }
             if r.keys[i].is_multiple_of(4096) {
                 progress(r.bytes);
             }
-            it.next();
-        }
-        it.status()?;
+            Ok(())
+        })?;
         progress(r.bytes);
         Ok(())
     }

@@ -2,11 +2,12 @@
 //! same records, ADK buckets and order, and therefore the same search answers.
 //! docs/EXPORT.md describes every line.
 
+use crate::adk::state::AdkState;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::keys::{self, adk_tag, Namespace};
+use crate::keys::{self, Namespace};
 use crate::record::RecordView;
-use crate::store::{Snapshot, CF_ADK, CF_EPISODES};
+use crate::store::{Cf, Snapshot};
 use crate::wire::export as lines;
 pub use crate::wire::export::EXPORT_VERSION;
 use crate::Mnem;
@@ -174,8 +175,8 @@ impl Run<'_, '_, '_> {
         } else {
             keys::prefix_successor(&self.cur.prefix).unwrap_or_default()
         };
-        let a = self.engine.first_namespace_from(&self.snap, CF_EPISODES, &from)?;
-        let b = self.engine.first_namespace_from(&self.snap, CF_ADK, &from)?;
+        let a = self.engine.first_namespace_from(&self.snap, Cf::Episodes, &from)?;
+        let b = self.engine.first_namespace_from(&self.snap, Cf::Adk, &from)?;
         Ok(match (a, b) {
             (Some(a), Some(b)) => Some(a.1.min(b.1)),
             (a, b) => a.or(b).map(|x| x.1),
@@ -195,23 +196,18 @@ impl Run<'_, '_, '_> {
             }
         }
         if self.cur.phase == ORDER_LINES {
-            let start = keys::adk_key(&prefix, adk_tag::ORDER, &[]);
             let mut stopped = false;
-            let mut pending: Vec<(Vec<u8>, Uuid)> = Vec::new();
-            let after = self.cur.pos.clone();
-            self.engine.store.scan_prefix(&self.snap, CF_ADK, &start, |suffix, v| {
-                if !after.is_empty() && suffix <= after.as_slice() {
-                    return Ok(true);
-                }
-                let id = <[u8; 16]>::try_from(v).map_err(|_| Self::bad("ADK order record"))?;
-                pending.push((suffix.to_vec(), Uuid::from_bytes(id)));
+            let mut pending: Vec<(u32, u64, Uuid)> = Vec::new();
+            let after = decode_order_pos(&self.cur.pos);
+            let state = AdkState { store: &self.engine.store, snap: &self.snap, prefix: &prefix };
+            state.order(None, after, |p, seq, id| {
+                pending.push((p, seq, id));
                 Ok(pending.len() < 4096)
             })?;
-            for (suffix, id) in &pending {
-                let (p, seq) = keys::parse_order_suffix(suffix).ok_or_else(|| Self::bad("ADK order key"))?;
-                lines::write_order(&mut self.w.line, p, seq, id);
+            for (p, seq, id) in &pending {
+                lines::write_order(&mut self.w.line, *p, *seq, id);
                 self.w.emit()?;
-                self.cur.pos = suffix.clone();
+                self.cur.pos = encode_order_pos(*p, *seq);
                 if self.full() {
                     stopped = true;
                     break;
@@ -304,31 +300,19 @@ impl Run<'_, '_, '_> {
     /// The namespace line, its buckets (in position order) and `delete_memory` tombstones.
     fn namespace_lines(&mut self, ns: &Namespace, prefix: &[u8]) -> Result<()> {
         let (store, snap) = (&self.engine.store, &self.snap);
-        let next_bucket = match store.get_cf(snap, CF_ADK, &keys::adk_key(prefix, adk_tag::NAMESPACE, &[]))? {
-            Some(v) => u32::from_le_bytes(v.as_slice().try_into().map_err(|_| Self::bad("ADK namespace record"))?),
-            None => 0,
-        };
+        let state = AdkState { store, snap, prefix };
+        let next_bucket = state.next_position()?;
         let dimension = self.engine.vectors.dimension(store, snap, ns)?;
         let w = &mut self.w;
         lines::write_namespace(&mut w.line, ns, next_bucket, dimension);
         w.emit()?;
-        let mut buckets: Vec<(u32, u64, String)> = Vec::new();
-        let mut tombstones: Vec<String> = Vec::new();
-        for (tag, out) in [(adk_tag::BUCKET, true), (adk_tag::TOMBSTONE, false)] {
-            store.scan_prefix(snap, CF_ADK, &keys::adk_key(prefix, tag, &[]), |rest, v| {
-                let text = String::from_utf8(rest.to_vec()).map_err(|_| Self::bad("an ADK key"))?;
-                if out {
-                    if v.len() != 12 {
-                        return Err(Self::bad("ADK bucket record"));
-                    }
-                    let pos = u32::from_le_bytes(v[..4].try_into().expect("4 bytes"));
-                    buckets.push((pos, u64::from_le_bytes(v[4..].try_into().expect("8 bytes")), text));
-                } else {
-                    tombstones.push(text);
-                }
-                Ok(true)
-            })?;
-        }
+        let mut buckets: Vec<(u32, u64, String)> =
+            state.buckets()?.into_iter().map(|(session, b)| (b.position, b.next_seq, session)).collect();
+        let tombstones: Vec<String> = state
+            .tombstones()?
+            .into_iter()
+            .map(|t| String::from_utf8(t).map_err(|_| Self::bad("an ADK key")))
+            .collect::<Result<_>>()?;
         buckets.sort();
         for (pos, next_seq, session) in &buckets {
             lines::write_bucket(&mut w.line, session, *pos, *next_seq);
@@ -361,7 +345,7 @@ impl Engine {
         }
         let mut run = Run {
             engine: self,
-            snap: self.store.snapshot(),
+            snap: self.store.snapshot_without_postings(),
             only: only.cloned(),
             cur,
             w: Writer { out, line: Vec::with_capacity(4096), t: Transfer::default(), bytes: 0 },
@@ -375,7 +359,7 @@ impl Engine {
     }
 
     pub(crate) fn namespace_exists(&self, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<bool> {
-        for cf in [CF_EPISODES, CF_ADK] {
+        for cf in [Cf::Episodes, Cf::Adk] {
             let mut any = false;
             self.store.scan_prefix(snap, cf, prefix, |_, _| {
                 any = true;
@@ -414,4 +398,14 @@ impl Mnem {
     ) -> Result<Option<String>> {
         Ok(self.engine().export_from(only, cursor, max_bytes.max(1), out, &mut |_, _| {})?.1)
     }
+}
+
+/// An export cursor's position among order entries: the last one written.
+fn encode_order_pos(position: u32, seq: u64) -> Vec<u8> {
+    [&position.to_be_bytes()[..], &seq.to_be_bytes()].concat()
+}
+
+fn decode_order_pos(pos: &[u8]) -> Option<(u32, u64)> {
+    let pos: &[u8; 12] = pos.try_into().ok()?;
+    Some((u32::from_be_bytes(pos[..4].try_into().ok()?), u64::from_be_bytes(pos[4..].try_into().ok()?)))
 }

@@ -2,18 +2,16 @@
 //!
 //! A namespace's keys are exactly those under its prefix in `episodes`, `adk` and `index`,
 //! plus its `dim:` record in `meta` (docs/FORMAT.md). One range delete per column family
-//! hides them at once; a forced compaction of the same ranges (bottommost level included)
-//! then rewrites every table file that held them, and flushes the memtables first, so the
+//! hides them at once; the storage then erases the same ranges from its files and logs
+//! (`store::Backend::erase`; RocksDB: a forced compaction, memtables flushed first), so the
 //! bytes leave the disk instead of staying behind a tombstone.
 
-use crate::deferred;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, Namespace};
-use crate::store::{CF_ADK, CF_EPISODES, CF_INDEX, CF_META};
+use crate::store::{Batch, Cf, KeyRange};
 use crate::txn::Writers;
 use crate::Mnem;
-use rocksdb::WriteBatch;
 
 /// What `forget_namespace` removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,26 +29,25 @@ impl Engine {
         let writers = Writers::lock(self)?;
         // Postings held for this namespace would otherwise land after its range deletes.
         writers.settle()?;
-        let snap = self.store.snapshot();
+        let snap = self.store.snapshot_without_postings();
         let mut episodes = 0u64;
-        self.store.scan_prefix(&snap, CF_EPISODES, &prefix, |_, _| {
+        self.store.scan_prefix(&snap, Cf::Episodes, &prefix, |_, _| {
             episodes += 1;
             Ok(true)
         })?;
         drop(snap);
-        let mut batch = WriteBatch::default();
-        for cf in [CF_EPISODES, CF_ADK, CF_INDEX] {
-            batch.delete_range_cf(self.store.cf(cf), &prefix, &end);
+        let mut batch = Batch::default();
+        for cf in [Cf::Episodes, Cf::Adk, Cf::Index] {
+            batch.delete_range(cf, &prefix, &end);
         }
-        batch.delete_cf(self.store.cf(CF_META), crate::vector::dim_key(&prefix));
+        let (dim, dim_end) = (crate::vector::dim_key(&prefix), crate::vector::dim_key(&end));
+        batch.delete(Cf::Meta, &dim);
         self.store.write(batch)?;
         // The loaded graph goes with its keys (readers holding it finish with their copy).
         self.vectors.evict(&prefix);
-        self.compact_range(&[CF_EPISODES, CF_ADK, CF_INDEX], Some(&prefix), Some(&end))?;
-        self.compact_range(&[CF_META], Some(&crate::vector::dim_key(&prefix)), Some(&crate::vector::dim_key(&end)))?;
-        // Journal entries, all written to the index and deleted above, held its postings.
-        let journal_end = keys::prefix_successor(deferred::JOURNAL_PREFIX).expect("not all 0xFF");
-        self.compact_range(&[CF_META], Some(deferred::JOURNAL_PREFIX), Some(&journal_end))?;
+        let ns = |cf| KeyRange { cf, from: Some(&prefix[..]), to: Some(&end[..]) };
+        let dims = KeyRange { cf: Cf::Meta, from: Some(&dim[..]), to: Some(&dim_end[..]) };
+        self.store.erase(&[ns(Cf::Episodes), ns(Cf::Adk), ns(Cf::Index), dims])?;
         Ok(Forgotten { episodes })
     }
 }

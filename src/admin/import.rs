@@ -3,11 +3,9 @@
 //! anything is written.
 
 use super::export::{Progress, Transfer};
-use crate::adk::{encode_bucket, Bucket};
+use crate::adk::state::{AdkChanges, Bucket};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::keys::{self, adk_tag};
-use crate::store::CF_ADK;
 use crate::txn::Writers;
 use crate::wire::export::{parse_export, NsImport};
 use crate::Mnem;
@@ -19,7 +17,7 @@ impl Engine {
         self.store.check_writable()?;
         let (namespaces, lines) = parse_export(input)?;
         let writers = Writers::lock(self)?;
-        let snap = self.store.snapshot();
+        let snap = self.store.snapshot_without_postings();
         for n in &namespaces {
             if self.namespace_exists(&snap, &n.ns.prefix())? {
                 return Err(Error::invalid(format!(
@@ -47,23 +45,22 @@ impl Engine {
     ) -> Result<()> {
         let prefix = n.ns.prefix();
         let mut txn = writers.begin(&n.ns);
-        let adk = self.store.cf(CF_ADK);
+        let mut adk = AdkChanges { batch: &mut txn.batch, prefix: &prefix };
         if n.next_bucket > 0 {
-            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::NAMESPACE, &[]), n.next_bucket.to_le_bytes());
+            adk.set_next_position(n.next_bucket);
         }
         for (session, pos, next_seq) in &n.buckets {
-            let bucket = encode_bucket(Bucket { position: *pos, next_seq: *next_seq });
-            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::BUCKET, session.as_bytes()), bucket);
+            adk.put_bucket(session, Bucket { position: *pos, next_seq: *next_seq });
         }
         for id in &n.tombstones {
-            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::TOMBSTONE, id.as_bytes()), []);
+            adk.put_tombstone(id);
         }
-        self.vectors.stage_dimension(&self.store, &mut txn.batch, &n.ns, n.dimension);
-        let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
         for (p, seq, id, _) in &n.orders {
-            txn.batch.put_cf(adk, keys::adk_key(&prefix, adk_tag::ORDER, &keys::order_suffix(*p, *seq)), id.as_bytes());
+            adk.put_order(*p, *seq, id);
             txn.placement.places.insert(*id, (*p, *seq));
         }
+        self.vectors.stage_dimension(&mut txn.batch, &n.ns, n.dimension);
+        let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
         for e in &n.episodes {
             if !e.deleted && tombstoned.contains(crate::adk::memory_id(e.event_id.as_deref(), &e.id).as_str()) {
                 txn.placement.excluded.insert(e.id);

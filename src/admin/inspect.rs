@@ -1,11 +1,12 @@
 //! Reading a store by namespace: episodes by id, the list of namespaces, and one
 //! namespace's statistics. Everything is read from one snapshot per call.
 
+use crate::adk::state;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::keys::{self, adk_tag, index_tag, Namespace};
+use crate::keys::{self, index_tag, Namespace};
 use crate::record::{Episode, ScanView};
-use crate::store::{now_ms, Snapshot, CF_ADK, CF_EPISODES, CF_INDEX};
+use crate::store::{now_ms, Cf, Snapshot};
 use crate::Mnem;
 use uuid::Uuid;
 
@@ -84,7 +85,7 @@ impl Engine {
     pub(crate) fn first_namespace_from(
         &self,
         snap: &Snapshot<'_>,
-        cf: &str,
+        cf: Cf,
         from: &[u8],
     ) -> Result<Option<(Namespace, Vec<u8>)>> {
         let it = self.store.prefix_iter(snap, cf, &[], from);
@@ -107,8 +108,8 @@ impl Engine {
         let mut out = Vec::new();
         loop {
             // A namespace has episodes or ADK keys (a session added with no events) or both.
-            let a = self.first_namespace_from(&snap, CF_EPISODES, &from)?;
-            let b = self.first_namespace_from(&snap, CF_ADK, &from)?;
+            let a = self.first_namespace_from(&snap, Cf::Episodes, &from)?;
+            let b = self.first_namespace_from(&snap, Cf::Adk, &from)?;
             let next = match (a, b) {
                 (Some(a), Some(b)) => Some(if a.1 <= b.1 { a } else { b }),
                 (a, b) => a.or(b),
@@ -119,7 +120,7 @@ impl Engine {
                 return Ok(NamespacePage { namespaces: out, next_after: last });
             }
             let counter = keys::index_key(&prefix, index_tag::BM25_FIRST + 2, &[0]);
-            let episodes = match self.store.get_cf(&snap, CF_INDEX, &counter)? {
+            let episodes = match self.store.get_cf(&snap, Cf::Index, &counter)? {
                 Some(v) if v.len() == 16 => u64::from_le_bytes(v[..8].try_into().expect("8 bytes")),
                 Some(_) => return Err(Error::corruption("a keyword index counter is malformed")),
                 None => 0,
@@ -132,7 +133,7 @@ impl Engine {
     fn count_range(
         &self,
         snap: &Snapshot<'_>,
-        cf: &str,
+        cf: Cf,
         prefix: &[u8],
         mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
     ) -> Result<KeyCount> {
@@ -153,7 +154,7 @@ impl Engine {
         let prefix = ns.prefix();
         let mut s = NamespaceStats::default();
         let (mut live, mut deleted, mut expired) = (0, 0, 0);
-        s.records = self.count_range(&snap, CF_EPISODES, &prefix, |_, v| {
+        s.records = self.count_range(&snap, Cf::Episodes, &prefix, |_, v| {
             let view = ScanView::parse(v)?;
             if view.deleted() {
                 deleted += 1;
@@ -166,18 +167,18 @@ impl Engine {
         })?;
         (s.live, s.deleted, s.expired) = (live, deleted, expired);
         let (mut buckets, mut events, mut tombstones) = (0, 0, 0);
-        s.adk = self.count_range(&snap, CF_ADK, &prefix, |suffix, _| {
-            match suffix.first() {
-                Some(&adk_tag::BUCKET) => buckets += 1,
-                Some(&adk_tag::ORDER) => events += 1,
-                Some(&adk_tag::TOMBSTONE) => tombstones += 1,
+        s.adk = self.count_range(&snap, Cf::Adk, &prefix, |suffix, _| {
+            match state::kind(suffix) {
+                Some(state::Kind::Bucket) => buckets += 1,
+                Some(state::Kind::Order) => events += 1,
+                Some(state::Kind::Tombstone) => tombstones += 1,
                 _ => {}
             }
             Ok(())
         })?;
         (s.buckets, s.bucket_events, s.memory_tombstones) = (buckets, events, tombstones);
         let (mut bm25, mut adk, mut vector) = (KeyCount::default(), KeyCount::default(), KeyCount::default());
-        self.count_range(&snap, CF_INDEX, &prefix, |suffix, v| {
+        self.count_range(&snap, Cf::Index, &prefix, |suffix, v| {
             let c = match suffix.first().map(|t| t & 0xF0) {
                 Some(t) if t == index_tag::BM25_FIRST => &mut bm25,
                 Some(t) if t == index_tag::ADK_FIRST => &mut adk,
@@ -191,21 +192,20 @@ impl Engine {
         (s.bm25_index, s.adk_index, s.vector_index) = (bm25, adk, vector);
         s.dimension = self.vectors.dimension(&self.store, &snap, ns)?;
         let end = keys::prefix_successor(&prefix).unwrap_or_default();
-        for cf in [CF_EPISODES, CF_ADK, CF_INDEX] {
-            let sizes =
-                self.store.db().get_approximate_sizes_cf(self.store.cf(cf), &[rocksdb::Range::new(&prefix, &end)]);
-            s.approximate_file_bytes += sizes.iter().sum::<u64>();
+        for cf in [Cf::Episodes, Cf::Adk, Cf::Index] {
+            s.approximate_file_bytes += self.store.approximate_bytes(cf, &prefix, &end);
         }
         Ok(s)
     }
 
     /// `Mnem::get_episodes` (the public documentation is there).
     pub(crate) fn get_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<Vec<Option<Episode>>> {
-        let snap = self.store.snapshot();
+        let snap = self.store.snapshot_without_postings();
         let now = now_ms();
         let prefix = ns.prefix();
         ids.iter()
-            .map(|id| match self.store.get_episode_raw(&snap, &prefix, id)? {
+            .zip(self.store.get_episodes_raw(&snap, &prefix, ids)?)
+            .map(|(id, bytes)| match bytes {
                 Some(bytes) => {
                     let e = Episode::decode(*id, &bytes)?;
                     Ok(e.is_visible(now).then_some(e))

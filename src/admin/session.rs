@@ -1,10 +1,10 @@
 //! Deleting what one ADK session added: the events of its bucket, through the normal write
 //! path (tombstone revisions, index changes in the same batch), and the bucket itself.
 
+use crate::adk::state::{AdkChanges, AdkState};
 use crate::engine::Engine;
-use crate::error::{Error, Result};
-use crate::keys::{self, adk_tag, Namespace};
-use crate::store::CF_ADK;
+use crate::error::Result;
+use crate::keys::Namespace;
 use crate::txn::Writers;
 use crate::Mnem;
 use uuid::Uuid;
@@ -15,28 +15,23 @@ impl Engine {
         let writers = Writers::lock(self)?;
         let mut txn = writers.begin(ns);
         let prefix = txn.prefix().to_vec();
-        let bucket_key = keys::adk_key(&prefix, adk_tag::BUCKET, session_id.as_bytes());
-        let Some(bucket) = self.store.get_cf(txn.snapshot(), CF_ADK, &bucket_key)? else { return Ok(0) };
-        let position = crate::adk::decode_bucket(&bucket)?.position;
+        let state = AdkState { store: &self.store, snap: txn.snapshot(), prefix: &prefix };
+        let Some(bucket) = state.bucket(session_id)? else { return Ok(0) };
         // The bucket's order keys name every event it holds (the index names only the
         // indexed ones): each goes, with its episode.
-        let order_prefix = keys::adk_key(&prefix, adk_tag::ORDER, &position.to_be_bytes());
-        let mut members: Vec<(Vec<u8>, Uuid)> = Vec::new();
-        self.store.scan_prefix(txn.snapshot(), CF_ADK, &order_prefix, |seq, v| {
-            let id = <[u8; 16]>::try_from(v).map_err(|_| Error::corruption("ADK order record is malformed"))?;
-            if seq.len() != 8 {
-                return Err(Error::corruption("ADK order record is malformed"));
-            }
-            members.push(([order_prefix.as_slice(), seq].concat(), Uuid::from_bytes(id)));
+        let mut members: Vec<(u32, u64, Uuid)> = Vec::new();
+        state.order(Some(bucket.position), None, |p, seq, id| {
+            members.push((p, seq, id));
             Ok(true)
         })?;
         let mut deleted = 0;
-        for (key, id) in &members {
+        txn.episodes.prefetch(members.iter().map(|m| m.2))?;
+        for (p, seq, id) in &members {
             let now = txn.now;
             deleted += u64::from(txn.episodes.tombstone(id, now)?);
-            txn.batch.delete_cf(self.store.cf(CF_ADK), key);
+            AdkChanges { batch: &mut txn.batch, prefix: &prefix }.delete_order(*p, *seq);
         }
-        txn.batch.delete_cf(self.store.cf(CF_ADK), bucket_key);
+        AdkChanges { batch: &mut txn.batch, prefix: &prefix }.delete_bucket(session_id);
         txn.commit()?;
         Ok(deleted)
     }

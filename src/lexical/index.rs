@@ -23,8 +23,8 @@ use crate::derived::{DerivedIndex, IndexWrite, KeyOps, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{self, index_tag};
 use crate::record::Episode;
-use crate::store::{Snapshot, Store, CF_INDEX};
-use rocksdb::WriteBatch;
+use crate::store::Batch;
+use crate::store::{Cf, Snapshot, Store};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use uuid::Uuid;
 
@@ -219,16 +219,20 @@ fn decode_counter(v: &[u8]) -> Result<(u64, u64)> {
 /// The changes of one write batch to one namespace's keyword index.
 struct Staging<'a> {
     ctx: &'a IndexWrite<'a>,
-    cf: &'a rocksdb::ColumnFamily,
     /// Deltas of the `STATS` counters (documents, total length).
     counters: HashMap<Vec<u8>, (i64, i64)>,
     ops: KeyOps,
 }
 
 impl Staging<'_> {
-    fn doc(&self, id: &Uuid) -> Result<Option<Doc>> {
-        let key = keys::index_key(self.ctx.prefix, DOC, id.as_bytes());
-        self.ctx.store.get_cf(self.ctx.snap, CF_INDEX, &key)?.map(|v| Doc::decode(&v)).transpose()
+    /// The indexed documents of `ids`, in order: one batched read.
+    fn docs(&self, ids: &[Uuid]) -> Result<Vec<Option<Doc>>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<Vec<u8>> = ids.iter().map(|id| keys::index_key(self.ctx.prefix, DOC, id.as_bytes())).collect();
+        let found = self.ctx.store.multi_get_cf(self.ctx.snap, Cf::Index, &keys)?;
+        found.into_iter().map(|v| v.map(|v| Doc::decode(&v)).transpose()).collect()
     }
 
     fn count(&mut self, d: &Doc, sign: i64) {
@@ -276,14 +280,13 @@ impl Staging<'_> {
     }
 
     /// Add the counters' new values and every key change to `batch`.
-    fn finish(mut self, batch: &mut WriteBatch) -> Result<()> {
-        let counters: Vec<(Vec<u8>, (i64, i64))> = self.counters.drain().collect();
-        for (suffix, (docs, len)) in &counters {
-            if *docs == 0 && *len == 0 {
-                continue;
-            }
-            let key = keys::index_key(self.ctx.prefix, STATS, suffix);
-            let (d0, l0) = match self.ctx.store.get_cf(self.ctx.snap, CF_INDEX, &key)? {
+    fn finish(mut self, batch: &mut Batch) -> Result<()> {
+        let counters: Vec<(Vec<u8>, (i64, i64))> =
+            self.counters.drain().filter(|(_, (docs, len))| *docs != 0 || *len != 0).collect();
+        let keys: Vec<Vec<u8>> = counters.iter().map(|(s, _)| keys::index_key(self.ctx.prefix, STATS, s)).collect();
+        let stored = self.ctx.store.multi_get_cf(self.ctx.snap, Cf::Index, &keys)?;
+        for (((_, (docs, len)), key), stored) in counters.iter().zip(keys).zip(stored) {
+            let (d0, l0) = match stored {
                 Some(v) => decode_counter(&v)?,
                 None => (0, 0),
             };
@@ -300,7 +303,7 @@ impl Staging<'_> {
                 self.ops.put(key, v);
             }
         }
-        self.ops.apply(self.ctx, batch, self.cf);
+        self.ops.apply(batch);
         Ok(())
     }
 }
@@ -308,23 +311,29 @@ impl Staging<'_> {
 /// Stage the keyword index changes of `staged` into `batch`: each episode's old document is
 /// removed and its new revision (unless deleted) added; up to `PURGE_PER_WRITE` other
 /// expired documents of the namespace are purged.
-pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut WriteBatch) -> Result<()> {
-    let mut s = Staging { ctx, cf: ctx.store.cf(CF_INDEX), counters: HashMap::new(), ops: KeyOps::default() };
+pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut Batch) -> Result<()> {
+    let mut s = Staging { ctx, counters: HashMap::new(), ops: KeyOps::default() };
     let mine: HashSet<Uuid> = staged.iter().map(|e| e.id).collect();
-    for (id, _) in expired(ctx.store, ctx.snap, ctx.prefix, ctx.now, PURGE_PER_WRITE)? {
-        if !mine.contains(&id) {
-            if let Some(d) = s.doc(&id)? {
-                s.remove(&id, &d);
-            }
+    let purged: Vec<Uuid> =
+        expired(ctx.store, ctx.snap, ctx.prefix, ctx.now, PURGE_PER_WRITE)?.into_iter().map(|(id, _)| id).collect();
+    let purged: Vec<Uuid> = purged.into_iter().filter(|id| !mine.contains(id)).collect();
+    for (id, d) in purged.iter().zip(s.docs(&purged)?) {
+        if let Some(d) = d {
+            s.remove(id, &d);
+        }
+    }
+    // A first revision has no earlier document (ids are never reused; an upgrade starts
+    // from an empty index): the common case needs no lookup.
+    let rewritten: Vec<Uuid> = staged.iter().filter(|e| e.revision > 1).map(|e| e.id).collect();
+    let mut old: HashMap<Uuid, Doc> = HashMap::new();
+    for (id, d) in rewritten.iter().zip(s.docs(&rewritten)?) {
+        if let Some(d) = d {
+            old.insert(*id, d);
         }
     }
     for e in staged {
-        // A first revision has no earlier document (ids are never reused; an upgrade starts
-        // from an empty index): the common case needs no lookup.
-        if e.revision > 1 {
-            if let Some(old) = s.doc(&e.id)? {
-                s.remove(&e.id, &old);
-            }
+        if let Some(d) = old.remove(&e.id) {
+            s.remove(&e.id, &d);
         }
         if !e.deleted {
             s.add(&e.id, &Doc::of(e));
@@ -337,7 +346,7 @@ pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut Write
 fn expired(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], now: i64, limit: usize) -> Result<Vec<(Uuid, Vec<u8>)>> {
     let bound = expiry_sortable(now);
     let mut out = Vec::new();
-    store.scan_prefix(snap, CF_INDEX, &keys::index_key(prefix, EXPIRING, &[]), |k, v| {
+    store.scan_prefix(snap, Cf::Index, &keys::index_key(prefix, EXPIRING, &[]), |k, v| {
         if k.len() != 24 {
             return Err(Error::corruption("a keyword index expiry key is malformed"));
         }
@@ -363,10 +372,11 @@ pub(crate) fn rank(
     limit: usize,
 ) -> Result<Vec<(f64, Uuid)>> {
     // Corpus statistics: the counters, less the expired documents still indexed.
-    let (mut n, mut total) = match store.get_cf(snap, CF_INDEX, &keys::index_key(prefix, STATS, &stats_for(&filter)))? {
-        Some(v) => decode_counter(&v)?,
-        None => (0, 0),
-    };
+    let (mut n, mut total) =
+        match store.get_cf(snap, Cf::Index, &keys::index_key(prefix, STATS, &stats_for(&filter)))? {
+            Some(v) => decode_counter(&v)?,
+            None => (0, 0),
+        };
     for (_, v) in expired(store, snap, prefix, now, usize::MAX)? {
         let mut r = Reader::new(&v, VALUE);
         let dl = r.u64()?;
@@ -387,7 +397,7 @@ pub(crate) fn rank(
     let mut df = vec![0u64; nterms];
     for (ti, term) in terms.iter().enumerate() {
         let tp = term_prefix(prefix, term);
-        let mut it = store.prefix_iter(snap, CF_INDEX, &tp, &tp);
+        let mut it = store.prefix_iter(snap, Cf::Index, &tp, &tp);
         while it.valid() {
             let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
             let id = k
@@ -413,7 +423,7 @@ pub(crate) fn rank(
                     None => {
                         let key = keys::index_key(prefix, DOC, id.as_bytes());
                         let d = store
-                            .get_cf(snap, CF_INDEX, &key)?
+                            .get_cf(snap, Cf::Index, &key)?
                             .ok_or_else(|| Error::corruption("a keyword posting has no document"))?;
                         let ok = Doc::decode(&d)?.accepted_by(&filter);
                         accepted.insert(id, ok);
@@ -455,7 +465,7 @@ impl DerivedIndex for Bm25Index {
         ctx: &IndexWrite<'_>,
         staged: &[&Episode],
         _placement: &Placement,
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
     ) -> Result<()> {
         stage(ctx, staged, batch)
     }

@@ -264,13 +264,12 @@ impl Engine {
         ranked: Vec<(f64, Uuid)>,
     ) -> Result<Vec<KeywordSearchResult>> {
         let prefix = ns.prefix();
+        let ids: Vec<Uuid> = ranked.iter().map(|r| r.1).collect();
         ranked
             .into_iter()
-            .map(|(score, id)| {
-                let bytes = self
-                    .store
-                    .get_episode_raw(snap, &prefix, &id)?
-                    .ok_or_else(|| Error::corruption("a scanned record vanished from its snapshot"))?;
+            .zip(self.store.get_episodes_raw(snap, &prefix, &ids)?)
+            .map(|((score, id), bytes)| {
+                let bytes = bytes.ok_or_else(|| Error::corruption("a scanned record vanished from its snapshot"))?;
                 Ok(KeywordSearchResult { record: Episode::decode(id, &bytes)?, score })
             })
             .collect()
@@ -280,7 +279,7 @@ impl Engine {
     pub(crate) fn search_memory_lexical(&self, ns: &Namespace, q: &LexicalQuery) -> Result<LexicalPage> {
         let terms = q.validate()?;
         let now = now_ms();
-        let snap = self.store.snapshot();
+        let snap = self.store.snapshot_without_postings();
         let mut matcher = TermMatcher::new(terms);
         let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
         let budget = Budget { records: q.scan_limit, bytes: q.scan_bytes_limit };
@@ -318,7 +317,7 @@ impl Engine {
         q: &KeywordQuery,
         now: i64,
     ) -> Result<Vec<KeywordSearchResult>> {
-        let snap = self.store.snapshot();
+        let snap = self.store.snapshot_without_postings();
         let Some((terms, filter)) = q.terms_and_filter()? else { return Ok(Vec::new()) };
         let mut matcher = TermMatcher::new(terms);
         let w = self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
@@ -345,7 +344,7 @@ impl Engine {
         let needle = lower(&q.text);
         let finder = memchr::memmem::Finder::new(needle.as_bytes());
         let now = now_ms();
-        let snap = self.store.snapshot();
+        let snap = self.store.snapshot_without_postings();
         let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
         let mut out = Vec::new();
         let mut scan = self.store.scan_episodes(&snap, ns, None);

@@ -25,12 +25,12 @@ use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::{Error, Result};
 use crate::keys::{index_key, index_tag, Namespace};
 use crate::record::Episode;
-use crate::store::{Snapshot, Store, CF_INDEX, CF_META};
+use crate::store::Batch;
+use crate::store::{Cf, Snapshot, Store};
 use hnsw::Hnsw;
 use layout::Header;
 use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
 use parking_lot::{Mutex, RawRwLock, RwLock};
-use rocksdb::WriteBatch;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -187,7 +187,7 @@ impl NsVectors {
 
     /// Load a namespace's graph from its keys; None when it has none.
     fn load(store: &Store, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Option<NsVectors>> {
-        let Some(h) = store.get_cf(snap, CF_INDEX, &layout::header_key(prefix))? else { return Ok(None) };
+        let Some(h) = store.get_cf(snap, Cf::Index, &layout::header_key(prefix))? else { return Ok(None) };
         let h = Header::decode(&h)?;
         let (dim, count) = (h.dim as usize, h.nodes as usize);
         if h.entry.is_some_and(|e| e >= h.nodes) || (h.entry.is_none() && count > 0) {
@@ -248,7 +248,7 @@ fn each_node(
     tag: u8,
     mut f: impl FnMut(u32, &[u8]) -> Result<()>,
 ) -> Result<()> {
-    store.scan_prefix(snap, CF_INDEX, &index_key(prefix, tag, &[]), |suffix, value| {
+    store.scan_prefix(snap, Cf::Index, &index_key(prefix, tag, &[]), |suffix, value| {
         let n = <[u8; 4]>::try_from(suffix)
             .map(u32::from_be_bytes)
             .map_err(|_| Error::corruption("vector index key has a malformed node number"))?;
@@ -310,7 +310,7 @@ pub(crate) fn live_nodes(
 ) -> Result<Vec<(u32, Uuid)>> {
     let mut nodes = Vec::new();
     let start = index_key(prefix, layout::LINKS, &[]);
-    store.scan_prefix(snap, CF_INDEX, &start, |node, v| {
+    store.scan_prefix(snap, Cf::Index, &start, |node, v| {
         let node =
             u32::from_be_bytes(node.try_into().map_err(|_| Error::corruption("vector index links key is malformed"))?);
         if after.is_some_and(|a| node <= a) {
@@ -327,11 +327,11 @@ pub(crate) fn live_nodes(
 
 /// The node holding episode `id`'s vector, if that node is live.
 pub(crate) fn live_node_of(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], id: &Uuid) -> Result<Option<u32>> {
-    let Some(node) = store.get_cf(snap, CF_INDEX, &layout::node_of_key(prefix, id))? else { return Ok(None) };
+    let Some(node) = store.get_cf(snap, Cf::Index, &layout::node_of_key(prefix, id))? else { return Ok(None) };
     let node = u32::from_be_bytes(
         node.as_slice().try_into().map_err(|_| Error::corruption("vector index node-of record is malformed"))?,
     );
-    let Some(links) = store.get_cf(snap, CF_INDEX, &layout::links_key(prefix, node))? else { return Ok(None) };
+    let Some(links) = store.get_cf(snap, Cf::Index, &layout::links_key(prefix, node))? else { return Ok(None) };
     let (owner, deleted) = layout::decode_owner(&links)?;
     Ok((owner == *id && !deleted).then_some(node))
 }
@@ -361,7 +361,7 @@ impl VectorIndex {
 
     /// The namespace's vector dimension, fixed by its first vector.
     pub(crate) fn dimension(&self, store: &Store, snap: &Snapshot<'_>, ns: &Namespace) -> Result<Option<u32>> {
-        match store.get_cf(snap, CF_META, &dim_key(&ns.prefix()))? {
+        match store.get_cf(snap, Cf::Meta, &dim_key(&ns.prefix()))? {
             Some(v) => Ok(Some(u32::from_le_bytes(
                 v.as_slice().try_into().map_err(|_| Error::corruption("vector dimension record is malformed"))?,
             ))),
@@ -369,9 +369,9 @@ impl VectorIndex {
         }
     }
 
-    pub(crate) fn stage_dimension(&self, store: &Store, batch: &mut WriteBatch, ns: &Namespace, dim: Option<u32>) {
+    pub(crate) fn stage_dimension(&self, batch: &mut Batch, ns: &Namespace, dim: Option<u32>) {
         if let Some(d) = dim {
-            batch.put_cf(store.cf(CF_META), dim_key(&ns.prefix()), d.to_le_bytes());
+            batch.put(Cf::Meta, dim_key(&ns.prefix()), d.to_le_bytes());
         }
     }
 }
@@ -426,7 +426,7 @@ impl DerivedIndex for VectorIndex {
         ctx: &IndexWrite<'_>,
         staged: &[&Episode],
         _placement: &Placement,
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
     ) -> Result<VectorStage<'a>> {
         self.stage_vectors(ctx, staged, batch)
     }
@@ -444,12 +444,12 @@ impl VectorIndex {
         &self,
         ctx: &IndexWrite<'_>,
         staged: &[&Episode],
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
     ) -> Result<VectorStage<'_>> {
         let key = cache_key(ctx.prefix);
         let mut stage = VectorStage { index: self, key, graph: None, counted: false };
         let header = |ctx: &IndexWrite<'_>| -> Result<Option<Header>> {
-            let h = ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::header_key(ctx.prefix))?;
+            let h = ctx.store.get_cf(ctx.snap, Cf::Index, &layout::header_key(ctx.prefix))?;
             h.as_deref().map(Header::decode).transpose()
         };
         let idle = match self.cache.get::<RwLock<NsVectors>>(&stage.key) {
@@ -491,7 +491,7 @@ impl VectorIndex {
             }
         };
         let mut g = graph.write_arc();
-        stage_changes(&mut g, ctx.store, ctx.prefix, staged, batch);
+        stage_changes(&mut g, ctx.prefix, staged, batch);
         stage.graph = Some(g);
         Ok(stage)
     }
@@ -539,45 +539,92 @@ impl VectorIndex {
             return Ok(Some(g));
         }
         let ticket = self.ticket(ns);
-        let snap = store.snapshot();
+        let snap = store.snapshot_without_postings();
         self.load(store, &snap, ns, ticket)
     }
+}
+
+/// What a write does to one episode's node: the one rule both ways of staging follow.
+enum Change {
+    /// Nothing: no vector before or after, or the same vector and expiry.
+    Keep,
+    /// The same vector, a new expiry.
+    Expiry(u32, Option<i64>),
+    /// The node goes (deleted, or its vector removed).
+    Remove(u32),
+    /// A new node (`Some`: replacing this one).
+    Add(Option<u32>, Vec<f32>),
+}
+
+/// The change for `e`, whose node before the write is `old`; `stored(n, v)` says whether
+/// node `n` holds vector `v`, `expires(n)` its expiry.
+fn change(
+    e: &Episode,
+    dim: usize,
+    old: Option<u32>,
+    stored: impl FnOnce(u32, &[f32]) -> Result<bool>,
+    expires: impl FnOnce(u32) -> Result<Option<i64>>,
+) -> Result<Change> {
+    Ok(match (old, wanted(e, Some(dim))) {
+        (None, None) => Change::Keep,
+        (None, Some(v)) => Change::Add(None, v),
+        (Some(n), None) => Change::Remove(n),
+        (Some(n), Some(v)) if stored(n, &v)? => match expires(n)? {
+            t if t == e.expires_at_ms => Change::Keep,
+            _ => Change::Expiry(n, e.expires_at_ms),
+        },
+        (Some(n), Some(v)) => Change::Add(Some(n), v),
+    })
 }
 
 /// Stage `staged` from the graph's keys alone when it adds no vector (removals, expiry
 /// changes, episodes without vectors), so such writes need not load an unloaded graph.
 /// Returns false, staging nothing, when a vector is added.
-fn stage_without_graph(ctx: &IndexWrite<'_>, staged: &[&Episode], h: &Header, batch: &mut WriteBatch) -> Result<bool> {
-    let dim = Some(h.dim as usize);
+fn stage_without_graph(ctx: &IndexWrite<'_>, staged: &[&Episode], h: &Header, batch: &mut Batch) -> Result<bool> {
+    let keys: Vec<Vec<u8>> = staged.iter().map(|e| layout::node_of_key(ctx.prefix, &e.id)).collect();
+    let nodes = ctx.store.multi_get_cf(ctx.snap, Cf::Index, &keys)?;
     let mut changed: Vec<(Uuid, u32, layout::Node)> = Vec::new();
-    for e in staged {
-        let want = wanted(e, dim);
-        let Some(n) = ctx.store.get_cf(ctx.snap, CF_INDEX, &layout::node_of_key(ctx.prefix, &e.id))? else {
-            if want.is_some() {
-                return Ok(false);
-            }
-            continue;
-        };
-        let n = <[u8; 4]>::try_from(n.as_slice())
-            .map(u32::from_be_bytes)
-            .map_err(|_| Error::corruption("vector index node key is malformed"))?;
+    for (e, n) in staged.iter().zip(nodes) {
+        let n = n
+            .map(|n| {
+                <[u8; 4]>::try_from(n.as_slice())
+                    .map(u32::from_be_bytes)
+                    .map_err(|_| Error::corruption("vector index node key is malformed"))
+            })
+            .transpose()?;
         let read = |key: Vec<u8>| -> Result<Vec<u8>> {
-            ctx.store.get_cf(ctx.snap, CF_INDEX, &key)?.ok_or_else(|| Error::corruption("vector index lacks a node"))
+            ctx.store.get_cf(ctx.snap, Cf::Index, &key)?.ok_or_else(|| Error::corruption("vector index lacks a node"))
         };
-        let mut node = layout::decode_links(&read(layout::links_key(ctx.prefix, n))?, h.nodes)?;
-        match want {
-            Some(v) => {
+        let mut node = None;
+        let c = change(
+            e,
+            h.dim as usize,
+            n,
+            |n, v| {
                 let mut stored = Vec::with_capacity(v.len());
                 layout::decode_vector_into(&read(layout::vector_key(ctx.prefix, n))?, v.len(), &mut stored)?;
-                if !stored.iter().map(|x| x.to_bits()).eq(v.iter().map(|x| x.to_bits())) {
-                    return Ok(false);
-                }
-                if node.expires == e.expires_at_ms {
-                    continue;
-                }
-                node.expires = e.expires_at_ms;
-            }
-            None => node.deleted = true,
+                Ok(same_vector(&stored, v))
+            },
+            |n| {
+                let links = layout::decode_links(&read(layout::links_key(ctx.prefix, n))?, h.nodes)?;
+                let t = links.expires;
+                node = Some(links);
+                Ok(t)
+            },
+        )?;
+        let (n, deleted, expires) = match c {
+            Change::Keep => continue,
+            Change::Add(..) => return Ok(false),
+            Change::Remove(n) => (n, true, None),
+            Change::Expiry(n, t) => (n, false, Some(t)),
+        };
+        let mut node = match node {
+            Some(node) => node,
+            None => layout::decode_links(&read(layout::links_key(ctx.prefix, n))?, h.nodes)?,
+        };
+        node.deleted |= deleted;
+        if let Some(t) = expires {
+            node.expires = t;
         }
         changed.push((e.id, n, node));
     }
@@ -586,16 +633,15 @@ fn stage_without_graph(ctx: &IndexWrite<'_>, staged: &[&Episode], h: &Header, ba
     if dead_dominate(h.nodes as usize, live) {
         return Ok(false); // the graph path rebuilds
     }
-    let cf = ctx.store.cf(CF_INDEX);
     if removed > 0 {
-        batch.put_cf(cf, layout::header_key(ctx.prefix), Header { live: live as u32, ..*h }.encode());
+        batch.put(Cf::Index, layout::header_key(ctx.prefix), Header { live: live as u32, ..*h }.encode());
     }
     for (id, n, node) in changed {
         if node.deleted {
-            batch.delete_cf(cf, layout::node_of_key(ctx.prefix, &id));
+            batch.delete(Cf::Index, layout::node_of_key(ctx.prefix, &id));
         }
-        batch.put_cf(
-            cf,
+        batch.put(
+            Cf::Index,
             layout::links_key(ctx.prefix, n),
             layout::encode_links(&id, node.deleted, node.expires, &node.links),
         );
@@ -603,41 +649,46 @@ fn stage_without_graph(ctx: &IndexWrite<'_>, staged: &[&Episode], h: &Header, ba
     Ok(true)
 }
 
+fn same_vector(a: &[f32], b: &[f32]) -> bool {
+    a.iter().map(|x| x.to_bits()).eq(b.iter().map(|x| x.to_bits()))
+}
+
 /// Apply `staged` to the write-locked graph and put the keys that changed into `batch`.
-fn stage_changes(g: &mut NsVectors, store: &Store, prefix: &[u8], staged: &[&Episode], batch: &mut WriteBatch) {
-    let cf = store.cf(CF_INDEX);
+fn stage_changes(g: &mut NsVectors, prefix: &[u8], staged: &[&Episode], batch: &mut Batch) {
     let first_new = g.hnsw.len() as u32;
     let dim = g.hnsw.dim();
     let mut touched = Vec::new();
     // Episode-to-node keys in order: an episode may leave and re-enter within the batch.
     let mut mapping: Vec<(Uuid, Option<u32>)> = Vec::new();
     for e in staged {
-        let want = wanted(e, Some(dim));
         let old = g.node_of.get(&e.id).copied();
-        if let (Some(n), Some(v)) = (old, &want) {
-            if g.hnsw.vector(n).iter().map(|x| x.to_bits()).eq(v.iter().map(|x| x.to_bits())) {
-                // Same vector, a new revision: only the expiry may change.
-                if g.expires[n as usize] != e.expires_at_ms {
-                    g.set_expiry(n, e.expires_at_ms);
-                    touched.push(n);
-                }
-                continue;
+        let c = change(e, dim, old, |n, v| Ok(same_vector(g.hnsw.vector(n), v)), |n| Ok(g.expires[n as usize]))
+            .expect("the loaded graph answers without reading");
+        match c {
+            Change::Keep => {}
+            Change::Expiry(n, t) => {
+                g.set_expiry(n, t);
+                touched.push(n);
             }
-        }
-        if old.is_some() {
-            g.remove(&e.id, &mut touched);
-            mapping.push((e.id, None));
-        }
-        if let Some(v) = want {
-            let n = g.add(e.id, &v, e.expires_at_ms, &mut touched);
-            mapping.push((e.id, Some(n)));
+            Change::Remove(_) => {
+                g.remove(&e.id, &mut touched);
+                mapping.push((e.id, None));
+            }
+            Change::Add(replaced, v) => {
+                if replaced.is_some() {
+                    g.remove(&e.id, &mut touched);
+                    mapping.push((e.id, None));
+                }
+                let n = g.add(e.id, &v, e.expires_at_ms, &mut touched);
+                mapping.push((e.id, Some(n)));
+            }
         }
     }
     let rewrite = g.wants_rebuild();
     let first_new = if rewrite { 0 } else { first_new };
     if rewrite {
         *g = g.rebuilt();
-        batch.delete_range_cf(cf, index_key(prefix, layout::HEADER, &[]), index_key(prefix, layout::END, &[]));
+        batch.delete_range(Cf::Index, index_key(prefix, layout::HEADER, &[]), index_key(prefix, layout::END, &[]));
         touched = (0..g.hnsw.len() as u32).collect();
         mapping = g.node_of.iter().map(|(id, n)| (*id, Some(*n))).collect();
         mapping.sort_unstable();
@@ -646,17 +697,17 @@ fn stage_changes(g: &mut NsVectors, store: &Store, prefix: &[u8], staged: &[&Epi
     touched.dedup();
     for &n in &touched {
         if n >= first_new {
-            batch.put_cf(cf, layout::vector_key(prefix, n), layout::encode_vector(g.hnsw.vector(n)));
+            batch.put(Cf::Index, layout::vector_key(prefix, n), layout::encode_vector(g.hnsw.vector(n)));
         }
-        batch.put_cf(cf, layout::links_key(prefix, n), g.links_value(n));
+        batch.put(Cf::Index, layout::links_key(prefix, n), g.links_value(n));
     }
     for (id, n) in mapping {
         match n {
-            Some(n) => batch.put_cf(cf, layout::node_of_key(prefix, &id), n.to_be_bytes()),
-            None => batch.delete_cf(cf, layout::node_of_key(prefix, &id)),
+            Some(n) => batch.put(Cf::Index, layout::node_of_key(prefix, &id), n.to_be_bytes()),
+            None => batch.delete(Cf::Index, layout::node_of_key(prefix, &id)),
         }
     }
-    batch.put_cf(cf, layout::header_key(prefix), g.header().encode());
+    batch.put(Cf::Index, layout::header_key(prefix), g.header().encode());
 }
 
 #[cfg(test)]
@@ -734,10 +785,10 @@ mod tests {
 
     /// Every key and value of the namespace's graph.
     fn graph_keys(m: &Engine, ns: &Namespace) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let snap = m.store.snapshot();
+        let snap = m.store.snapshot_without_postings();
         let start = index_key(&ns.prefix(), layout::HEADER, &[]);
         let end = index_key(&ns.prefix(), layout::END, &[]);
-        let mut it = m.store.prefix_iter(&snap, CF_INDEX, &ns.prefix(), &start);
+        let mut it = m.store.prefix_iter(&snap, Cf::Index, &ns.prefix(), &start);
         let mut out = Vec::new();
         while it.valid() && it.key().unwrap() < end.as_slice() {
             out.push((it.key().unwrap().to_vec(), it.value().unwrap().to_vec()));
@@ -787,10 +838,10 @@ mod tests {
         let mut e = m.get_episode(&ns, &Uuid::from_u128(1)).unwrap().unwrap();
         e.id = Uuid::from_u128(999);
         let _w = m.write_lock.lock();
-        let snap = m.store.snapshot();
+        let snap = m.store.snapshot_without_postings();
         let prefix = ns.prefix();
         let ctx = IndexWrite::new(&m.store, &snap, &prefix, 0);
-        let mut batch = WriteBatch::default();
+        let mut batch = Batch::default();
         let stage = m.vectors.stage_vectors(&ctx, &[&e], &mut batch).unwrap();
         assert!(!batch.is_empty());
         drop(stage); // the batch was never written

@@ -5,7 +5,7 @@
 //! keys in RocksDB's memtable, each posting costs a skip-list search of its own; inserted in
 //! long sorted runs, each continues where the one before ended. So a write does not put its
 //! posting changes in the `index` column family. It encodes them as one sorted *run*
-//! (`crate::runs`), puts the run in the `meta` column family as a journal entry, in the same
+//! (`crate::store::runs`), puts the run in the `meta` column family as a journal entry, in the same
 //! atomic batch as its records and its other index keys, and keeps the run in memory
 //! (`Behind`). The runs held are merged and written to the `index` column family, with their
 //! journal entries deleted, in one batch by a background thread: once `LIMIT` bytes wait
@@ -17,22 +17,23 @@
 //! its index reads (`Behind::read_snapshot`). So a full disk stops writes, not searches.
 //!
 //! - A crash loses only the memory copy: the next read-write open writes the journal's runs
-//!   to the index (`Engine::open`).
+//!   to the index (`Backend::recover`).
 //! - A read-only open, or a view beside a writer, cannot write: it reads the journal into an
-//!   overlay that every one of its snapshots carries (`Store::set_index_overlay`).
+//!   overlay that every one of its snapshots carries (`Backend::recover`).
 //!
 //! A journal entry's key is `"journal/" ‖ u64be(sequence)`, its value a run; docs/FORMAT.md
 //! has the bytes.
 
+use super::db::{Rocks, RocksView};
 use crate::error::{Error, Result};
-use crate::runs::{merge, Overlays, Piece};
-use crate::store::{now_ms, Snapshot, Store, CF_INDEX, CF_META};
+use crate::store::runs::{merge, Overlays, Piece};
+use crate::store::{now_ms, Cf};
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use rocksdb::WriteBatch;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -48,13 +49,12 @@ pub(crate) fn journal_key(seq: u64) -> Vec<u8> {
 }
 
 /// The journal's entries in the store, in sequence order.
-pub(crate) fn read_journal(store: &Store) -> Result<Vec<(u64, Vec<u8>)>> {
-    let snap = store.snapshot();
+pub(crate) fn read_journal(rocks: &Rocks) -> Result<Vec<(u64, Vec<u8>)>> {
     let mut out = Vec::new();
-    store.scan_prefix(&snap, CF_META, JOURNAL_PREFIX, |seq, run| {
+    rocks.view().scan(Cf::Meta, JOURNAL_PREFIX, |seq, run| {
         let seq = <[u8; 8]>::try_from(seq).map_err(|_| Error::corruption("a journal key is malformed"))?;
         out.push((u64::from_be_bytes(seq), run.to_vec()));
-        Ok(true)
+        Ok(())
     })?;
     Ok(out)
 }
@@ -68,13 +68,13 @@ pub(crate) fn journal_piece(journal: &[(u64, Vec<u8>)]) -> Result<Piece> {
 
 /// Stage writing `runs` to the index column family and deleting the journal entries
 /// `seqs` (a range of sequence numbers) into `batch`.
-pub(crate) fn stage_runs(store: &Store, runs: &[&[u8]], seqs: Range<u64>, batch: &mut WriteBatch) -> Result<()> {
-    let index = store.cf(CF_INDEX);
+pub(crate) fn stage_runs(rocks: &Rocks, runs: &[&[u8]], seqs: Range<u64>, batch: &mut WriteBatch) -> Result<()> {
+    let index = rocks.cf(Cf::Index);
     merge(runs, |k, v| match v {
         Some(v) => batch.put_cf(index, k, v),
         None => batch.delete_cf(index, k),
     })?;
-    let meta = store.cf(CF_META);
+    let meta = rocks.cf(Cf::Meta);
     for seq in seqs {
         batch.delete_cf(meta, journal_key(seq));
     }
@@ -90,7 +90,7 @@ const IDLE_MS: i64 = 50;
 /// A writer's runs: journaled, not yet in the index column family, and the thread that
 /// moves them there. Every commit holds `held` while it writes; reads never take it.
 pub(crate) struct Behind {
-    store: Arc<Store>,
+    store: Arc<Rocks>,
     held: Mutex<Held>,
     /// Signalled when a mover thread ends.
     moved: Condvar,
@@ -102,8 +102,10 @@ pub(crate) struct Behind {
     /// The runs held, by journal sequence, for reads: a run is here before its journal entry
     /// can be in any snapshot and leaves after the move that deletes the entry.
     journaled: RwLock<BTreeMap<u64, Arc<Vec<u8>>>>,
-    /// Merged runs kept between reads (readers only).
-    overlays: Mutex<Overlays>,
+    /// Merged runs kept between reads (readers, and the thread that compacts them).
+    overlays: Arc<Mutex<Overlays>>,
+    /// A thread compacts `overlays` now.
+    compacting: Arc<AtomicBool>,
     /// When the last write committed, and when a move last failed (ms since the epoch).
     last_commit_ms: AtomicI64,
     last_failed_move_ms: AtomicI64,
@@ -124,7 +126,7 @@ struct Held {
 
 impl Behind {
     /// Nothing held; the next journal entry is `next_seq`.
-    pub fn new(store: Arc<Store>, next_seq: u64) -> Arc<Behind> {
+    pub fn new(store: Arc<Rocks>, next_seq: u64) -> Arc<Behind> {
         let held = Held { first_seq: next_seq, next_seq, ..Held::default() };
         Arc::new(Behind {
             store,
@@ -133,7 +135,8 @@ impl Behind {
             limit: AtomicUsize::new(LIMIT),
             generation: AtomicU64::new(0),
             journaled: RwLock::new(BTreeMap::new()),
-            overlays: Mutex::new(Overlays::default()),
+            overlays: Arc::new(Mutex::new(Overlays::default())),
+            compacting: Arc::new(AtomicBool::new(false)),
             last_commit_ms: AtomicI64::new(0),
             last_failed_move_ms: AtomicI64::new(i64::MIN),
         })
@@ -150,7 +153,7 @@ impl Behind {
             self.generation.fetch_add(1, Ordering::SeqCst);
         }
         let seq = h.next_seq;
-        batch.put_cf(self.store.cf(CF_META), journal_key(seq), &run);
+        batch.put_cf(self.store.cf(Cf::Meta), journal_key(seq), &run);
         let run = Arc::new(run);
         // Before the write: a snapshot that holds the journal entry finds its run.
         self.journaled.write().insert(seq, Arc::clone(&run));
@@ -256,10 +259,10 @@ impl Behind {
     /// of postings starts from. With no run held (`generation` even and unchanged across the
     /// snapshot) it is a plain snapshot; else it carries the runs its journal holds, merged,
     /// as an overlay of the index. It never writes and never takes `held`.
-    pub fn read_snapshot(self: &Arc<Self>) -> Result<Snapshot<'_>> {
+    pub fn read_snapshot(self: &Arc<Self>) -> Result<RocksView<'_>> {
         loop {
             let g = self.generation.load(Ordering::SeqCst);
-            let snap = self.store.snapshot();
+            let snap = self.store.view();
             if g.is_multiple_of(2) && self.generation.load(Ordering::SeqCst) == g {
                 return Ok(snap);
             }
@@ -275,15 +278,18 @@ impl Behind {
             // a new snapshot has them in the index.
             let Some(runs) = runs else { continue };
             self.ask_for_move();
-            let overlay = self.overlays.lock().overlay(seqs, &runs)?;
+            let (overlay, due) = self.overlays.lock().overlay(seqs, &runs)?;
+            if due {
+                self.compact_overlays();
+            }
             return Ok(snap.with_index_overlay(overlay));
         }
     }
 
     /// The journal entries a snapshot holds (consecutive: moves take the oldest).
-    fn journal_in(&self, snap: &Snapshot<'_>) -> Result<Range<u64>> {
+    fn journal_in(&self, snap: &RocksView<'_>) -> Result<Range<u64>> {
         let mut seqs: Option<Range<u64>> = None;
-        self.store.scan_prefix(snap, CF_META, JOURNAL_PREFIX, |seq, _| {
+        snap.scan(Cf::Meta, JOURNAL_PREFIX, |seq, _| {
             let seq = <[u8; 8]>::try_from(seq).map_err(|_| Error::corruption("a journal key is malformed"))?;
             let seq = u64::from_be_bytes(seq);
             match &mut seqs {
@@ -291,7 +297,7 @@ impl Behind {
                 Some(r) if r.end == seq => r.end += 1,
                 Some(_) => return Err(Error::corruption("the journal of index postings has a gap")),
             }
-            Ok(true)
+            Ok(())
         })?;
         Ok(seqs.unwrap_or(0..0))
     }
@@ -312,6 +318,25 @@ impl Behind {
             if h.moving == 0 && !h.runs.is_empty() {
                 self.start_mover(&mut h);
             }
+        }
+    }
+
+    /// Compact the kept pieces on a thread of its own (one at a time), so that no read waits
+    /// for a large merge. The thread holds the pieces alone, not the store: it never keeps a
+    /// closed store open.
+    fn compact_overlays(&self) {
+        if self.compacting.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (overlays, compacting) = (Arc::clone(&self.overlays), Arc::clone(&self.compacting));
+        let spawned = std::thread::Builder::new().name("mnem-overlay".into()).spawn(move || {
+            // A failed merge (a malformed run) leaves the pieces as they were: reads still
+            // answer from them, and report the damage when they merge it themselves.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| Overlays::compact(&overlays)));
+            compacting.store(false, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            self.compacting.store(false, Ordering::SeqCst);
         }
     }
 

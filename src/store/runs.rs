@@ -1,5 +1,5 @@
 //! Sorted runs of index key changes: their bytes, their merge, and the overlay through which a
-//! read sees runs that are not yet in the `index` column family (`crate::deferred`).
+//! read sees runs that are not yet in the `index` column family (`store::rocks::deferred`).
 //!
 //! A run is `{ u32le key length, key, u8 0 (delete) | 1 (put), [u32le value length, value] }`
 //! repeated, keys ascending (a key twice: the later op wins). docs/FORMAT.md has the bytes;
@@ -7,6 +7,7 @@
 
 use crate::codec::{push_bytes, Reader};
 use crate::error::{Error, Result};
+use parking_lot::Mutex;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
@@ -274,7 +275,9 @@ impl<'o> OverlayRange<'o> {
 
 /// Overlays kept between reads: consecutive pieces of the runs held, built by readers and
 /// merged as they grow (each piece at most half the size of the one before it, so a few
-/// pieces cover many runs and every op is merged a logarithmic number of times).
+/// pieces cover many runs and every op is merged a logarithmic number of times). A read
+/// merges only the runs no piece holds yet; the larger merges that keep the pieces few run
+/// apart from reads (`compact`, on a thread of its own), so that no read waits for one.
 #[derive(Default)]
 pub(crate) struct Overlays {
     pieces: Vec<Arc<Piece>>,
@@ -282,11 +285,11 @@ pub(crate) struct Overlays {
 
 impl Overlays {
     /// The overlay of the runs `seqs` (`runs[i]` journaled as `seqs.start + i`): the kept
-    /// pieces that end within `seqs`, and the rest merged now. Pieces wholly before `seqs`
-    /// (their runs are in the index now) are dropped. A piece that starts before `seqs` is
-    /// kept: its older ops are in the index already, with the same values (nothing else
-    /// writes posting keys while runs are held).
-    pub fn overlay(&mut self, seqs: Range<u64>, runs: &[Arc<Vec<u8>>]) -> Result<Overlay> {
+    /// pieces that end within `seqs`, and the rest merged now; and whether the kept pieces
+    /// are due a `compact`. Pieces wholly before `seqs` (their runs are in the index now)
+    /// are dropped. A piece that starts before `seqs` is kept: its older ops are in the index
+    /// already, with the same values (nothing else writes posting keys while runs are held).
+    pub fn overlay(&mut self, seqs: Range<u64>, runs: &[Arc<Vec<u8>>]) -> Result<(Overlay, bool)> {
         debug_assert_eq!(runs.len() as u64, seqs.end - seqs.start);
         self.pieces.retain(|p| p.seqs.end > seqs.start);
         if self.pieces.first().is_some_and(|p| p.seqs.start > seqs.start) {
@@ -303,32 +306,53 @@ impl Overlays {
                 // Kept pieces reach past this read's snapshot (a newer read built them): this
                 // read merges its own tail and keeps nothing.
                 pieces.push(piece);
-                return Ok(Overlay::new(pieces));
+                return Ok((Overlay::new(pieces), false));
             }
             self.pieces.push(piece);
-            self.compact()?;
             pieces = self.pieces.clone();
         }
-        Ok(Overlay::new(pieces))
+        Ok((Overlay::new(pieces), due(&self.pieces)))
     }
 
-    /// Merge the last two pieces while the last is at least half the size of the one before.
-    fn compact(&mut self) -> Result<()> {
-        while let [.., a, b] = self.pieces.as_slice() {
-            if b.bytes() * 2 < a.bytes() {
-                break;
+    /// Merge the kept pieces until none is due (the last at least half the size of the one
+    /// before it: those two are merged), without holding `shared` while merging: reads go
+    /// on with the pieces as they were, and the merged ones replace them if no read changed
+    /// them meanwhile (else the next read that finds them due asks again).
+    pub fn compact(shared: &Mutex<Overlays>) -> Result<()> {
+        loop {
+            let before = shared.lock().pieces.clone();
+            if !due(&before) {
+                return Ok(());
             }
-            let seqs = a.seqs.start..b.seqs.end;
-            let merged = Arc::new(Piece::merge(seqs, &[&a.run, &b.run])?);
-            self.pieces.truncate(self.pieces.len() - 2);
-            self.pieces.push(merged);
+            let mut merged = before.clone();
+            while let [.., a, b] = merged.as_slice() {
+                if b.bytes() * 2 < a.bytes() {
+                    break;
+                }
+                let piece = Arc::new(Piece::merge(a.seqs.start..b.seqs.end, &[&a.run, &b.run])?);
+                merged.truncate(merged.len() - 2);
+                merged.push(piece);
+            }
+            let mut o = shared.lock();
+            let unchanged =
+                o.pieces.len() >= before.len() && o.pieces.iter().zip(&before).all(|(a, b)| Arc::ptr_eq(a, b));
+            if !unchanged {
+                return Ok(());
+            }
+            let newer = o.pieces.split_off(before.len());
+            o.pieces = merged;
+            o.pieces.extend(newer);
         }
-        Ok(())
     }
 
     pub fn clear(&mut self) {
         self.pieces.clear();
     }
+}
+
+/// Are the last two pieces due a merge (the last at least half the size of the one before)?
+fn due(pieces: &[Arc<Piece>]) -> bool {
+    matches!(pieces, [.., a, b] if b.bytes() * 2 >= a.bytes())
 }
 
 #[cfg(test)]
@@ -429,7 +453,7 @@ mod tests {
                 Arc::new(encode_run(ops))
             })
             .collect();
-        let mut kept = Overlays::default();
+        let kept = Mutex::new(Overlays::default());
         let (mut first, mut end) = (0u64, 0u64);
         for step in 0..300 {
             // The journal grows, the mover takes a prefix, and some reads come from older
@@ -441,7 +465,11 @@ mod tests {
             }
             let read_end = if rng.below(5) == 0 && end > first { first + rng.below(end - first + 1) } else { end };
             let seqs = first..read_end;
-            let got = kept.overlay(seqs.clone(), &runs[first as usize..read_end as usize]).unwrap();
+            let (got, due) = kept.lock().overlay(seqs.clone(), &runs[first as usize..read_end as usize]).unwrap();
+            // Compaction runs apart from reads: sometimes before the next read, sometimes not.
+            if due && rng.below(3) > 0 {
+                Overlays::compact(&kept).unwrap();
+            }
             let refs: Vec<&[u8]> = runs[first as usize..read_end as usize].iter().map(|r| r.as_slice()).collect();
             let mut want: Vec<Op> = Vec::new();
             merge(&refs, |k, v| want.push((k.to_vec(), v.map(<[u8]>::to_vec)))).unwrap();

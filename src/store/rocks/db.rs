@@ -1,0 +1,378 @@
+//! The RocksDB database: opening it (column families, the block cache and memtable
+//! budgets, `:memory:` as RocksDB's in-memory Env, the `mnem.lock` advisory lock: BUSY),
+//! batches, compaction, and snapshots (`RocksView`) that apply an overlay of postings not yet
+//! in the `index` column family (`super::deferred`).
+
+use crate::error::{Error, Result, Status};
+use crate::keys;
+use crate::store::runs::{Overlay, OverlayRange};
+use crate::store::{BatchOps, Cf, Cursor, Op, OpenOptions, View, MEMORY_PATH};
+use rocksdb::{
+    BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamily, ColumnFamilyDescriptor, CompactOptions,
+    DBRawIteratorWithThreadMode, Env, Options, ReadOptions, WriteBatch, WriteOptions, DB,
+};
+use std::fs::File;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+const LOCK_FILE: &str = "mnem.lock";
+/// RocksDB's count of failed flushes and compactions since open.
+const BACKGROUND_ERRORS: &str = "rocksdb.background-errors";
+
+/// The open database: what the backend and its mover thread (`Behind`) share.
+pub(crate) struct Rocks {
+    pub(super) db: DB,
+    pub(super) block_cache: Cache,
+    pub(super) block_cache_capacity: usize,
+    /// The options the database was opened with: they hold its statistics.
+    pub(super) db_opts: Options,
+    pub(super) read_only: bool,
+    sync_writes: bool,
+    // Keeps the exclusive advisory lock (released when the file closes) and, for `:memory:`,
+    // the in-process environment alive as long as the database.
+    _lock: Option<File>,
+    pub(super) mem_env: Option<Env>,
+    /// A read-only store's journal of postings not yet in the `index` column family,
+    /// merged: every snapshot of the store carries it.
+    pub(super) index_overlay: OnceLock<Arc<Overlay>>,
+}
+
+impl Rocks {
+    pub(super) fn open(path: &str, opts: OpenOptions, lock: bool) -> Result<Rocks> {
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        // Memtables of every column family together: bounded, so that memory does not grow
+        // with the number of column families or with write bursts.
+        db_opts.set_db_write_buffer_size(64 << 20);
+        db_opts.set_write_buffer_size(16 << 20);
+        let block_cache = Cache::new_lru_cache(opts.block_cache_bytes());
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&block_cache);
+        // Index and filter blocks count against the budget too, instead of growing with the
+        // number of files.
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        // Writes look up index entries that mostly do not exist yet (a new episode's old
+        // postings): a Bloom filter answers those without reading data blocks.
+        table.set_bloom_filter(10.0, false);
+        // In partitions (with a two-level index): one filter of a large table file is bigger
+        // than a shard of the block cache, so it would be read from the file at every lookup.
+        table.set_partition_filters(true);
+        table.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
+        table.set_pin_top_level_index_and_filter(true);
+        db_opts.set_block_based_table_factory(&table);
+        // Counters only (no timers or histograms): the block cache's hits and misses.
+        db_opts.enable_statistics();
+        db_opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
+        let (dir, lock, env) = if path == MEMORY_PATH {
+            if opts.read_only {
+                return Err(Error::invalid(
+                    "a :memory: store is new and empty at every open, so it cannot be opened read-only",
+                ));
+            }
+            let env = Env::mem_env()?;
+            db_opts.set_env(&env);
+            ("/mnem-memory".to_string(), None, Some(env))
+        } else {
+            if path.is_empty() {
+                return Err(Error::invalid("path is empty"));
+            }
+            let dir = Path::new(path);
+            let exists = dir.join("CURRENT").is_file();
+            if !exists && !opts.create {
+                return Err(Error::new(
+                    Status::NotFound,
+                    format!("no store at {path:?} (pass MNEM_OPEN_CREATE to create one)"),
+                ));
+            }
+            std::fs::create_dir_all(dir).map_err(|e| Error::new(Status::Io, format!("cannot create {path:?}: {e}")))?;
+            if !lock {
+                // Beside a writer, table files may be deleted by its compactions after this
+                // open: keep every file open from the start so that reads still find them.
+                db_opts.set_max_open_files(-1);
+            }
+            (path.to_string(), if lock { Some(lock_dir(dir)?) } else { None }, None)
+        };
+        // A read-only open cannot create column families: open those that exist (an older
+        // format lacks some), and let the format check say what is wrong.
+        let existing = if opts.read_only { DB::list_cf(&db_opts, &dir).unwrap_or_default() } else { Vec::new() };
+        let descriptors: Vec<ColumnFamilyDescriptor> = Cf::ALL
+            .iter()
+            .map(|cf| cf.name())
+            .filter(|n| !opts.read_only || existing.iter().any(|e| e == n))
+            .map(|n| {
+                let mut cf_opts = db_opts.clone();
+                if n == Cf::Index.name() {
+                    // Most keys are postings, written in large sorted batches: a larger
+                    // memtable means fewer, larger flushes and half the compactions.
+                    cf_opts.set_write_buffer_size(32 << 20);
+                }
+                ColumnFamilyDescriptor::new(n, cf_opts)
+            })
+            .collect();
+        let db = if opts.read_only {
+            DB::open_cf_descriptors_read_only(&db_opts, &dir, descriptors, false)
+        } else {
+            DB::open_cf_descriptors(&db_opts, &dir, descriptors)
+        }
+        .map_err(|e| Error::from(e).context(format!("opening {path:?}")))?;
+        Ok(Rocks {
+            db,
+            block_cache,
+            block_cache_capacity: opts.block_cache_bytes(),
+            db_opts,
+            read_only: opts.read_only,
+            sync_writes: opts.sync_writes,
+            _lock: lock,
+            mem_env: env,
+            index_overlay: OnceLock::new(),
+        })
+    }
+}
+
+impl Rocks {
+    pub(super) fn cf(&self, cf: Cf) -> &ColumnFamily {
+        self.db.cf_handle(cf.name()).expect("column families are created at open")
+    }
+
+    /// Commit one RocksDB batch (fsynced when `sync_writes` is set).
+    pub(super) fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(self.sync_writes);
+        Ok(self.db.write_opt(batch, &wo)?)
+    }
+
+    pub(super) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// A RocksDB batch of `ops`.
+    pub(super) fn batch(&self, ops: &BatchOps) -> Result<WriteBatch> {
+        let mut b = WriteBatch::default();
+        for op in ops.iter() {
+            match op {
+                Op::Put(cf, k, v) => b.put_cf(self.cf(cf), k, v),
+                Op::Delete(cf, k) => b.delete_cf(self.cf(cf), k),
+                Op::DeleteRange(cf, from, to) => b.delete_range_cf(self.cf(cf), from, to),
+                Op::Clear(cf) => {
+                    let mut it = self.db.raw_iterator_cf(self.cf(cf));
+                    it.seek_to_last();
+                    if let Some(mut end) = it.key().map(<[u8]>::to_vec) {
+                        end.push(0); // the smallest key after the last one
+                        b.delete_range_cf(self.cf(cf), [].as_slice(), end.as_slice());
+                    }
+                    it.status()?;
+                }
+            }
+        }
+        Ok(b)
+    }
+
+    /// A plain snapshot (with a read-only store's journal overlay).
+    pub(super) fn view(&self) -> RocksView<'_> {
+        RocksView { rocks: self, snap: self.db.snapshot(), overlay: self.index_overlay.get().cloned() }
+    }
+
+    /// Rewrite every table file of `cf` holding keys in `[start, end)` (unbounded where
+    /// `None`), down to the last level, memtables flushed first, so that deleted keys are
+    /// dropped from the files. RocksDB's C API returns no status from a manual compaction;
+    /// a failure shows as a new background error (after which RocksDB refuses writes), so
+    /// that count is compared before and after.
+    pub(super) fn compact_range(&self, cf: Cf, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        let db = &self.db;
+        let errors = || db.property_int_value(BACKGROUND_ERRORS).ok().flatten().unwrap_or(0);
+        let before = errors();
+        let mut opts = CompactOptions::default();
+        opts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        opts.set_exclusive_manual_compaction(true);
+        db.compact_range_cf_opt(self.cf(cf), start, end, &opts);
+        if errors() > before {
+            // A flush returns the stored background error, with its kind (a damaged table
+            // file is CORRUPTION, a full disk IO).
+            let cause = match db.flush_cf(self.cf(cf)) {
+                Err(e) => Error::from(e),
+                Ok(()) => Error::new(Status::Io, "RocksDB recorded a background error (its LOG file says which)"),
+            };
+            return Err(cause.context(format!(
+                "compacting column family {:?} failed; the store refuses writes until it is reopened",
+                cf.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Rocks {
+    /// A clean close flushes the memtables to table files, so that the next open does not
+    /// replay the write-ahead log (which costs time in proportion to the unflushed writes).
+    fn drop(&mut self) {
+        if self.read_only || self.mem_env.is_some() {
+            return;
+        }
+        let cfs: Vec<&ColumnFamily> = Cf::ALL.iter().map(|&cf| self.cf(cf)).collect();
+        // Nothing is lost when this fails: the write-ahead log still holds every write.
+        let _ = self.db.flush_cfs_opt(&cfs, &rocksdb::FlushOptions::default());
+    }
+}
+
+/// A RocksDB snapshot and, when postings are held behind their batches, the overlay of the
+/// `index` column family that makes them visible.
+pub(super) struct RocksView<'a> {
+    rocks: &'a Rocks,
+    snap: rocksdb::Snapshot<'a>,
+    overlay: Option<Arc<Overlay>>,
+}
+
+impl<'a> RocksView<'a> {
+    /// The same snapshot, with `overlay` applied to its `index` reads.
+    pub(super) fn with_index_overlay(self, overlay: Overlay) -> RocksView<'a> {
+        RocksView { overlay: (!overlay.is_empty()).then(|| Arc::new(overlay)), ..self }
+    }
+
+    fn overlay_for(&self, cf: Cf) -> Option<&Overlay> {
+        self.overlay.as_deref().filter(|_| cf == Cf::Index)
+    }
+
+    /// Call `f(suffix, value)` for each key of `cf` under `prefix`, without the overlay.
+    pub(super) fn scan(&self, cf: Cf, prefix: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        let mut it = self.cursor(cf, prefix);
+        it.seek(prefix);
+        while let Some((k, v)) = it.current() {
+            f(&k[prefix.len()..], v)?;
+            it.next();
+        }
+        it.status()
+    }
+}
+
+impl View for RocksView<'_> {
+    fn get(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(change) = self.overlay_for(cf).and_then(|o| o.get(key)) {
+            return Ok(change.map(<[u8]>::to_vec));
+        }
+        Ok(self.snap.get_cf(self.rocks.cf(cf), key)?)
+    }
+
+    fn multi_get(&self, cf: Cf, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let handle = self.rocks.cf(cf);
+        let mut ro = ReadOptions::default();
+        ro.set_snapshot(&self.snap);
+        let found = self.rocks.db.batched_multi_get_cf_opt(handle, keys, false, &ro);
+        let overlay = self.overlay_for(cf);
+        keys.iter()
+            .zip(found)
+            .map(|(k, v)| match overlay.and_then(|o| o.get(k)) {
+                Some(change) => Ok(change.map(<[u8]>::to_vec)),
+                None => Ok(v?.map(|s| s.to_vec())),
+            })
+            .collect()
+    }
+
+    fn cursor(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_> {
+        let mut ro = ReadOptions::default();
+        ro.set_snapshot(&self.snap);
+        let upper = keys::prefix_successor(prefix);
+        if let Some(upper) = &upper {
+            ro.set_iterate_upper_bound(upper.clone());
+        }
+        let base = self.rocks.db.raw_iterator_cf_opt(self.rocks.cf(cf), ro);
+        let overlay = self.overlay_for(cf).map(|o| Box::new(Merged { overlay: o, upper, range: None, current: None }));
+        Box::new(RocksCursor { base, overlay })
+    }
+}
+
+/// RocksDB's iterator, merged with the snapshot's overlay of held postings (an overlay's put
+/// replaces or adds a key, its delete hides one).
+struct RocksCursor<'s> {
+    base: DBRawIteratorWithThreadMode<'s, DB>,
+    /// Boxed: only snapshots taken while postings are held have one.
+    overlay: Option<Box<Merged<'s>>>,
+}
+
+struct Merged<'s> {
+    overlay: &'s Overlay,
+    upper: Option<Vec<u8>>,
+    range: Option<OverlayRange<'s>>,
+    /// The overlay's entry that is current (else RocksDB's key is).
+    current: Option<(&'s [u8], &'s [u8])>,
+}
+
+impl RocksCursor<'_> {
+    /// Make the smaller of RocksDB's and the overlay's keys current, skipping what the
+    /// overlay deletes and RocksDB's keys the overlay replaces.
+    fn settle(&mut self) {
+        let o = self.overlay.as_mut().expect("an overlay");
+        let range = o.range.as_mut().expect("seeked");
+        o.current = None;
+        while let Some((k, v)) = range.peek() {
+            match self.base.key() {
+                Some(b) if b < k => return,
+                Some(b) if b == k => self.base.next(),
+                _ => {}
+            }
+            if let Some(v) = v {
+                o.current = Some((k, v));
+                return;
+            }
+            range.advance();
+        }
+    }
+}
+
+impl Cursor for RocksCursor<'_> {
+    fn seek(&mut self, target: &[u8]) {
+        self.base.seek(target);
+        if let Some(o) = &mut self.overlay {
+            o.range = Some(o.overlay.range(target, o.upper.as_deref()));
+            self.settle();
+        }
+    }
+
+    fn next(&mut self) {
+        match &mut self.overlay {
+            Some(o) if o.current.is_some() => o.range.as_mut().expect("seeked").advance(),
+            _ => self.base.next(),
+        }
+        if self.overlay.is_some() {
+            self.settle();
+        }
+    }
+
+    fn current(&self) -> Option<(&[u8], &[u8])> {
+        if let Some(c) = self.overlay.as_ref().and_then(|o| o.current) {
+            return Some(c);
+        }
+        match (self.base.key(), self.base.value()) {
+            (Some(k), Some(v)) => Some((k, v)),
+            _ => None,
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(self.base.status()?)
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::new(Status::Io, format!("cannot open lock file {path:?}: {e}")))?;
+    // flock-style: a second open in this process uses a new file description, so it
+    // conflicts exactly like one from another process.
+    file.try_lock().map_err(|e| match e {
+        std::fs::TryLockError::WouldBlock => {
+            Error::new(Status::Busy, format!("store {dir:?} is already open (in this or another process)"))
+        }
+        std::fs::TryLockError::Error(e) => Error::new(Status::Io, format!("cannot lock {path:?}: {e}")),
+    })?;
+    Ok(file)
+}
