@@ -11,14 +11,15 @@
  *  - Outputs are JSON (UTF-8, no NUL) written to a caller-owned buffer
  *    `(out, out_cap, out_len)`. On OK `*out_len` is the number of bytes written. On
  *    MNEM_STATUS_BUFFER_TOO_SMALL `*out_len` is the exact size needed and `out` is untouched:
- *    grow the buffer and call again (every call with an output buffer is a read). The answer
+ *    grow the buffer and call again (every call with an output buffer is a read, but
+ *    mnem_put_episodes_v2, which writes nothing until its ids fit). The answer
  *    that did not fit is kept for that call: the same call again from the same thread, with
  *    the same arguments and nothing written to the store since, returns it without reading
  *    the store again (so as of the first call, its visibility time included); any other
  *    read call from that thread drops it (mnem_stats is never kept). On any other status
  *    `*out_len` is 0. `out` may be NULL only when `out_cap` is 0.
  *  - Batches are JSON Lines (one value per line; lines of only spaces, tabs and CR are
- *    skipped, and bindings count lines by that rule), at most 256 MiB per call (larger
+ *    skipped, and have no id in mnem_put_episodes' `out_ids`), at most 256 MiB per call (larger
  *    is MNEM_STATUS_INVALID_ARGUMENT: split it). A batch is validated whole, then committed in one atomic write: one bad line rejects the batch
  *    with MNEM_STATUS_INVALID_ARGUMENT naming the line, and nothing is written.
  *    Unknown keys in objects mnem defines (options, queries, episodes) are errors; unknown
@@ -309,7 +310,7 @@ mnem_status mnem_search(const struct mnem_store *store,
 // never returns, whichever call writes it.
 // The whole batch is validated, then written atomically.
 // `out_ids` receives the 16 raw bytes of each line's id in line order; NULL with
-// `out_ids_cap` 0 when not wanted.
+// `out_ids_cap` 0 when not wanted. (`mnem_put_episodes_v2` reports the size it needs.)
 // An episode may take at most 64 MiB stored (the lexical page's largest byte budget, so
 // that paging always progresses).
 // Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
@@ -323,6 +324,36 @@ mnem_status mnem_put_episodes(struct mnem_store *store,
                               uint8_t *out_ids,
                               size_t out_ids_cap,
                               struct mnem_error *err);
+
+// `mnem_put_episodes` with the ids through the output-buffer protocol of every other
+// output, so that a caller need not count the batch's lines to size `out_ids`. The lines,
+// their checks and the atomic write are those of `mnem_put_episodes`, which stays as it
+// is for the programs written against it.
+// Once the whole batch has parsed, `*out_ids_len` receives 16 × its lines (blank lines have
+// no id): the size of the ids, 16 raw bytes per line's id in line order, which OK writes
+// to `out_ids`. When `out_ids` is not NULL and `out_ids_cap` is smaller, the call returns
+// BUFFER_TOO_SMALL and writes nothing, neither the episodes nor `out_ids`: call again with
+// `*out_ids_len` bytes (the size depends on the batch alone, so it fits). Nothing is
+// written because a write cannot be repeated safely (a line without `id` would get a
+// second new episode, one with an `id` a second revision) while a parse can: the retry
+// costs only a parse. A non-NULL `out_ids` with `out_ids_cap` 0 asks the size without
+// writing anything. `out_ids` NULL with `out_ids_cap` 0: the ids are not wanted; the
+// episodes are written and `*out_ids_len` still reports 16 × lines. `out_ids_len` may be
+// NULL only when `out_ids` is; on any status but OK and BUFFER_TOO_SMALL it is 0. The
+// size is reported before the checks that need the store (a read-only handle, a vector's
+// dimension, a deleted id, an episode over 64 MiB): the retry may meet them.
+// Returns OK; BUFFER_TOO_SMALL (`*out_ids_len` = bytes needed; nothing written);
+// INVALID_ARGUMENT (as `mnem_put_episodes`, or `out_ids` NULL with `out_ids_cap` not 0,
+// or `out_ids_len` NULL with `out_ids` not NULL: nothing written); READ_ONLY; BUSY; IO;
+// CORRUPTION; INTERNAL.
+mnem_status mnem_put_episodes_v2(struct mnem_store *store,
+                                 struct mnem_str app,
+                                 struct mnem_str user,
+                                 struct mnem_str episodes_jsonl,
+                                 uint8_t *out_ids,
+                                 size_t out_ids_cap,
+                                 size_t *out_ids_len,
+                                 struct mnem_error *err);
 
 // Delete episodes: one JSON string UUID per line. Each becomes a tombstone (a new revision
 // without its text, content or vector); unknown or already deleted ids are skipped.

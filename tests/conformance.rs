@@ -2,7 +2,8 @@
 //! tests/conformance/README.md) through the C ABI functions of `mnem::ffi`, the same entry
 //! points every binding calls. Every read also goes through the output-buffer protocol: a
 //! size query, a buffer one byte short (BUFFER_TOO_SMALL, exact size, untouched) and an exact
-//! fit; every call's error struct is checked against its status.
+//! fit (`put_episodes_v2` without `ids_cap` likewise, for its ids); every call's error struct
+//! is checked against its status.
 
 use mnem::ffi::*;
 use mnem::Status;
@@ -157,6 +158,8 @@ struct Outcome {
     message: String,
     count: Option<u64>,
     ids: Option<Vec<String>>,
+    /// `*out_ids_len` of `put_episodes_v2`.
+    ids_len: Option<u64>,
     out: Option<Vec<u8>>,
     value: Option<Value>,
 }
@@ -428,6 +431,61 @@ impl Replay {
                 }
                 o
             }
+            "put_episodes_v2" => {
+                let data = lines_arg(a, "episodes");
+                let wanted = a.get("ids_wanted").and_then(Value::as_bool).unwrap_or(true);
+                // One call with `cap` bytes of ids (None: NULL, not wanted) and 16 guard bytes.
+                let put = |cap: Option<usize>| -> Result<(Outcome, Vec<u8>), String> {
+                    let n = cap.unwrap_or(0);
+                    let mut buf = vec![0xEEu8; n + 16];
+                    let out = if cap.is_some() { buf.as_mut_ptr() } else { ptr::null_mut() };
+                    let (mut len, mut e) = (0x5A5Ausize, new_err());
+                    let st = mnem_put_episodes_v2(h, app_s, user_s, view(data.as_bytes()), out, n, &mut len, &mut e);
+                    let mut o = done(st, &e, None)?;
+                    let untouched_from = if st == Status::Ok { len.min(n) } else { 0 };
+                    if buf[untouched_from..].iter().any(|&b| b != 0xEE) {
+                        return Err(format!("{st:?}: out_ids written past {untouched_from} bytes"));
+                    }
+                    if !matches!(st, Status::Ok | Status::BufferTooSmall) && len != 0 {
+                        return Err(format!("{st:?} with *out_ids_len {len}"));
+                    }
+                    if st == Status::BufferTooSmall && len <= n {
+                        return Err(format!("BUFFER_TOO_SMALL with *out_ids_len {len} for out_ids_cap {n}"));
+                    }
+                    if st == Status::Ok && cap.is_some() {
+                        o.ids = Some(
+                            buf[..len].chunks(16).map(|c| uuid::Uuid::from_slice(c).unwrap().to_string()).collect(),
+                        );
+                    }
+                    o.ids_len = Some(len as u64);
+                    Ok((o, buf))
+                };
+                match (a.get("ids_cap").and_then(Value::as_u64), wanted) {
+                    (_, false) => put(None)?.0,
+                    (Some(cap), true) => put(Some(cap as usize))?.0,
+                    // The protocol: a size query, a buffer one byte short, then the exact size.
+                    (None, true) => {
+                        let (q, _) = put(Some(0))?;
+                        if q.status != "BUFFER_TOO_SMALL" {
+                            q // the OK of a batch without ids, or the call's error
+                        } else {
+                            let need = q.ids_len.unwrap() as usize;
+                            let (short, _) = put(Some(need - 1))?;
+                            if short.status != "BUFFER_TOO_SMALL" || short.ids_len != Some(need as u64) {
+                                return Err(format!(
+                                    "one byte short: {}, *out_ids_len {:?}",
+                                    short.status, short.ids_len
+                                ));
+                            }
+                            let (o, _) = put(Some(need))?;
+                            if o.status == "OK" && o.ids_len != Some(need as u64) {
+                                return Err(format!("exact fit: *out_ids_len {:?}, need {need}", o.ids_len));
+                            }
+                            o
+                        }
+                    }
+                }
+            }
             "search" => {
                 let q = s("query");
                 self.read(&|o, c, l, e| mnem_search(h, app_s, user_s, view(q.as_bytes()), o, c, l, e))?
@@ -490,6 +548,9 @@ impl Replay {
         if let Some(w) = want.get("ids") {
             let ids = got.ids.clone().map(Value::from).unwrap_or(Value::Null);
             check(w, &ids, vars, "ids")?;
+        }
+        if let Some(w) = want.get("ids_len") {
+            check(w, &got.ids_len.map_or(Value::Null, Value::from), vars, "ids_len")?;
         }
         if let Some(w) = want.get("value") {
             check(w, got.value.as_ref().unwrap_or(&Value::Null), vars, "value")?;

@@ -51,7 +51,7 @@ impl Func {
         self.decl.contains("(mnem_store *store") && self.name != "mnem_flush"
     }
     fn has_output_buffer(&self) -> bool {
-        self.decl.contains("size_t *out_len")
+        self.decl.contains("size_t *out_len") || self.decl.contains("size_t *out_ids_len")
     }
     /// Exported only by fault-injection builds; no storage behind them.
     fn is_fault_hook(&self) -> bool {
@@ -257,6 +257,7 @@ fn call(name: &str, c: &Call) -> Status {
         "mnem_delete_memory" => mnem_delete_memory(store, a[0], a[1], a[2], &mut count, &mut err),
         "mnem_search" => mnem_search(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
         "mnem_put_episodes" => mnem_put_episodes(store, a[0], a[1], a[2], out, c.cap, &mut err),
+        "mnem_put_episodes_v2" => mnem_put_episodes_v2(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
         "mnem_delete_episodes" => mnem_delete_episodes(store, a[0], a[1], a[2], &mut count, &mut err),
         "mnem_keyword_search" => mnem_keyword_search(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
         "mnem_lexical_page" => mnem_lexical_page(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),

@@ -59,6 +59,7 @@ struct Outcome {
   std::string status = "OK", message;
   std::optional<uint64_t> count;
   std::optional<std::vector<std::string>> ids;
+  std::optional<uint64_t> ids_len;  // put_episodes_v2's *out_ids_len
   json value;
   std::optional<std::string> raw;
 };
@@ -77,6 +78,8 @@ class Replay {
     } catch (const mnem::Error& e) {
       o.status = e.status_name();
       o.message = e.message();
+      // put_episodes threw: no ids, as *out_ids_len 0 on an error says (the raw form checks it).
+      if (call == "put_episodes_v2") o.ids_len = 0;
     }
     const std::string ws = want.value("status", "OK");
     if (o.status != ws) throw Mismatch("status " + o.status + " (" + o.message + "), want " + ws);
@@ -85,6 +88,7 @@ class Replay {
         throw Mismatch("message \"" + o.message + "\" lacks \"" + m.get<std::string>() + "\"");
     if (want.contains("count")) match(want["count"], o.count ? json(*o.count) : json(), "count");
     if (want.contains("ids")) match(want["ids"], o.ids ? json(*o.ids) : json(), "ids");
+    if (want.contains("ids_len")) match(want["ids_len"], o.ids_len ? json(*o.ids_len) : json(), "ids_len");
     if (want.contains("value")) match(want["value"], o.value, "value");
     const std::string raw = o.raw.value_or("");
     if (want.contains("json")) {
@@ -154,6 +158,31 @@ class Replay {
       o.count = s.import_jsonl(lines(a, "lines"));
     } else if (call == "put_episodes") {
       o.ids = s.put_episodes(app, user, lines(a, "episodes"));
+    } else if (call == "put_episodes_v2") {
+      const std::string data = lines(a, "episodes");
+      const bool wanted = a.value("ids_wanted", true);
+      if (wanted && !a.contains("ids_cap")) {
+        o.ids = s.put_episodes(app, user, data);  // the wrapper's own sizing and retry
+        o.ids_len = 16 * o.ids->size();
+      } else {
+        // A given size, or NULL: what the wrapper never passes, so the C function itself.
+        const std::size_t cap = wanted ? a["ids_cap"].get<std::size_t>() : 0;
+        std::vector<uint8_t> buf(cap + 16, 0xEE);
+        std::size_t len = 999;
+        mnem_error err{};
+        mnem_status rc = mnem_put_episodes_v2(s.get(), mnem::detail::view(app), mnem::detail::view(user),
+                                              mnem::detail::view(data), wanted ? buf.data() : nullptr, cap, &len, &err);
+        o.status = mnem_status_name(rc);
+        o.message = mnem::detail::message_of(err);
+        o.ids_len = len;
+        const std::size_t written = rc == MNEM_STATUS_OK && wanted ? len : 0;
+        if (written > cap || std::any_of(buf.begin() + written, buf.end(), [](uint8_t b) { return b != 0xEE; }))
+          throw Mismatch("put_episodes_v2 wrote out_ids past " + std::to_string(written) + " bytes");
+        if (rc == MNEM_STATUS_OK && wanted) {
+          o.ids.emplace();
+          for (std::size_t i = 0; i < len; i += 16) o.ids->push_back(mnem::detail::uuid_string(&buf[i]));
+        }
+      }
     } else if (call == "search") {
       o.raw = s.search(app, user, text(a, "query"));
       typed_search(s, app, user, text(a, "query"), *o.raw);

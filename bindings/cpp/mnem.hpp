@@ -32,6 +32,7 @@ extern "C" {
 #endif
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -199,16 +200,36 @@ inline TextKind classify(std::string_view s) {
   return blank ? TextKind::blank : TextKind::text;
 }
 
-/// Records in a JSON Lines buffer, counted as the library counts them: split on
-/// '\n', lines of only spaces, tabs and CR skipped (they get no id slot).
-inline std::size_t count_lines(std::string_view s) {
-  std::size_t n = 0;
-  for (;;) {
-    std::size_t nl = s.find('\n');
-    if (s.substr(0, nl).find_first_not_of(" \t\r") != std::string_view::npos) ++n;
-    if (nl == std::string_view::npos) return n;
-    s.remove_prefix(nl + 1);
+/// The first size of put_episodes' ids buffer: 16 bytes per line, blank or not, never
+/// less than the library needs (it skips blank lines).
+inline std::size_t ids_guess(std::string_view jsonl) {
+  return 16 * (static_cast<std::size_t>(std::count(jsonl.begin(), jsonl.end(), '\n')) + 1);
+}
+
+/// mnem_put_episodes_v2 with an ids buffer of `cap` bytes first, then, on BUFFER_TOO_SMALL
+/// (which writes nothing), once more at the size it reports: the size depends on the batch
+/// alone, so that fits. Returns the ids in line order.
+inline std::vector<std::string> put_episodes(mnem_store* h, std::string_view app, std::string_view user,
+                                             std::string_view jsonl, std::size_t cap) {
+  std::vector<uint8_t> raw;
+  std::size_t len = 0;
+  mnem_error err{};
+  mnem_status rc = MNEM_STATUS_OK;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // Never a NULL buffer, even for 0 bytes: NULL would mean the ids are not wanted.
+    raw.assign(cap == 0 ? 1 : cap, 0);
+    err = mnem_error{};
+    rc = mnem_put_episodes_v2(h, view(app), view(user), view(jsonl), raw.data(), cap, &len, &err);
+    if (rc != MNEM_STATUS_BUFFER_TOO_SMALL || len <= cap) break;
+    cap = len;
   }
+  check("put_episodes", rc, err);
+  if (len > cap || len % 16 != 0)
+    throw Error(MNEM_STATUS_INTERNAL, "put_episodes", "out_ids_len is not 16 bytes per id within out_ids_cap");
+  std::vector<std::string> ids;
+  ids.reserve(len / 16);
+  for (std::size_t i = 0; i < len; i += 16) ids.push_back(uuid_string(&raw[i]));
+  return ids;
 }
 
 /// Appends s as a JSON string. Bytes >= 0x80 pass through; the library
@@ -781,17 +802,8 @@ class Store {
   /// Writes one episode per non-blank line, atomically; returns the ids in line order.
   std::vector<std::string> put_episodes(std::string_view app, std::string_view user,
                                         std::string_view episodes_jsonl) {
-    std::vector<uint8_t> raw(16 * detail::count_lines(episodes_jsonl));
-    mnem_error err{};
-    detail::check("put_episodes",
-                  mnem_put_episodes(handle("put_episodes"), detail::view(app), detail::view(user),
-                                    detail::view(episodes_jsonl), raw.empty() ? nullptr : raw.data(),
-                                    raw.size(), &err),
-                  err);
-    std::vector<std::string> ids;
-    ids.reserve(raw.size() / 16);
-    for (std::size_t i = 0; i < raw.size(); i += 16) ids.push_back(detail::uuid_string(&raw[i]));
-    return ids;
+    return detail::put_episodes(handle("put_episodes"), app, user, episodes_jsonl,
+                                detail::ids_guess(episodes_jsonl));
   }
 
   /// Tombstones the ids (one JSON string per line); returns how many were visible.

@@ -592,6 +592,38 @@ void test_get_episodes() {
   CHECK(s.get_episodes(A, U, std::vector<std::string>(10000, missing)).size() == 10000);
 }
 
+// put_episodes' ids line up with the lines that are not blank (empty, spaces and tabs,
+// CR), whatever the first size of the ids buffer: too small costs one retry, written once.
+void test_put_episodes_blank_lines() {
+  mnem::Store s(":memory:", MNEM_OPEN_CREATE);
+  const std::string a = "0190f0a0-0000-7000-8000-00000000000a", b = "0190f0a0-0000-7000-8000-00000000000b";
+  const std::string batch = "\n{\"id\":\"" + a + "\",\"primary\":\"apple\"}\r\n \t \n{\"primary\":\"generated\"}\n\r\n" +
+                            "{\"id\":\"" + b + "\",\"primary\":\"banana\"}\n   \n";
+  const std::size_t guesses[] = {mnem::detail::ids_guess(batch), 0, 16, 256};
+  for (std::size_t guess : guesses) {
+    const std::string u = "guess" + std::to_string(guess);
+    auto ids = mnem::detail::put_episodes(s.get(), A, u, batch, guess);
+    CHECK(ids.size() == 3);
+    if (ids.size() != 3) continue;
+    CHECK(ids[0] == a && ids[2] == b && ids[1] != a && ids[1] != b && ids[1].size() == 36);
+    auto got = s.get_episodes(A, u, ids);
+    CHECK(got.size() == 3 && got[0] && got[1] && got[2]);
+    if (got.size() == 3 && got[1]) CHECK(got[1]->primary == "generated");
+    mnem::NamespaceStats st = s.namespace_statistics(A, u);
+    CHECK(st.records.keys == 3 && st.live == 3);  // the BUFFER_TOO_SMALL attempt wrote nothing
+  }
+  auto again = s.put_episodes(A, U, batch);
+  CHECK(again.size() == 3 && again[0] == a && again[2] == b);
+  CHECK(s.put_episodes(A, "blank", "\n \t\r\n").empty() && s.put_episodes(A, "blank", "").empty());
+  try {
+    s.put_episodes(A, "bad", "{\"primary\":\"ok\"}\n\n \n{\"primary\":\"x\",\"colour\":1}");
+    CHECK(!"a bad line is refused");
+  } catch (const mnem::Error& e) {
+    CHECK(e.status() == MNEM_STATUS_INVALID_ARGUMENT && e.message().find("line 4") != std::string::npos);
+  }
+  CHECK(s.namespace_statistics(A, "bad").records.keys == 0);
+}
+
 void test_namespaces() {
   mnem::Store s(":memory:", MNEM_OPEN_CREATE);
   // Key order: byte length of app_name, its bytes, then likewise user_id.
@@ -812,6 +844,7 @@ int main() {
   run("delete_session", test_delete_session);
   run("forget", test_forget);
   run("get_episodes", test_get_episodes);
+  run("put_episodes_blank_lines", test_put_episodes_blank_lines);
   run("namespaces", test_namespaces);
   run("namespace_stats", test_namespace_stats);
   run("export_import", test_export_import);

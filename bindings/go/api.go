@@ -112,48 +112,61 @@ func (s *Store) PutEpisodes(app, user string, episodes []EpisodeInput) ([]string
 		}
 		lines = append(lines, b)
 	}
-	return s.putEpisodes(app, user, bytes.Join(lines, []byte{'\n'}), len(episodes))
+	return s.putEpisodes(app, user, bytes.Join(lines, []byte{'\n'}))
 }
 
 // PutEpisodesJSONL writes one episode JSON object per line of jsonl and
 // returns their ids in line order. Blank lines are skipped, as the library does.
 func (s *Store) PutEpisodesJSONL(app, user string, jsonl []byte) ([]string, error) {
-	return s.putEpisodes(app, user, jsonl, countLines(jsonl))
+	return s.putEpisodes(app, user, jsonl)
 }
 
-// countLines counts the records of a JSON Lines buffer the way the library
-// does: split on '\n', whitespace-only lines skipped. out_ids needs 16 bytes
-// for each, and carries no count of its own.
-func countLines(b []byte) int {
-	n := 0
-	for _, l := range bytes.Split(b, []byte{'\n'}) {
-		// The core's blank-line rule: JSON whitespace only.
-		if len(bytes.Trim(l, " \t\r")) > 0 {
-			n++
-		}
+// idsGuess is the first size of the ids buffer: 16 bytes per line, blank or
+// not, never less than the library needs (it skips blank lines). A variable so
+// tests can force the retry.
+var idsGuess = func(jsonl []byte) int { return 16 * (bytes.Count(jsonl, []byte{'\n'}) + 1) }
+
+func (s *Store) putEpisodes(app, user string, jsonl []byte) ([]string, error) {
+	ids := make([]byte, idsGuess(jsonl))
+	n, err := s.putEpisodesOnce(app, user, jsonl, ids)
+	if e, ok := err.(*Error); ok && e.Status == StatusBufferTooSmall && n > len(ids) {
+		// Nothing was written, and the size depends on the batch alone: one retry fits.
+		ids = make([]byte, n)
+		n, err = s.putEpisodesOnce(app, user, jsonl, ids)
 	}
-	return n
-}
-
-func (s *Store) putEpisodes(app, user string, jsonl []byte, lines int) ([]string, error) {
-	ids := make([]byte, 16*lines)
-	err := s.with(func(h *C.mnem_store) error {
-		var cerr C.mnem_error
-		rc := C.mnem_put_episodes(h, strView(app), strView(user), bytesView(jsonl), bufPtr(ids), C.size_t(len(ids)), &cerr)
-		runtime.KeepAlive(app)
-		runtime.KeepAlive(user)
-		runtime.KeepAlive(jsonl)
-		runtime.KeepAlive(ids)
-		return check("put_episodes", rc, &cerr)
-	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, lines)
+	out := make([]string, n/16)
 	for i := range out {
 		out[i] = formatUUID(ids[16*i : 16*i+16])
 	}
 	return out, nil
+}
+
+// putEpisodesOnce is one call of mnem_put_episodes_v2 with ids as out_ids (nil:
+// NULL, the ids not wanted); it returns *out_ids_len. On BUFFER_TOO_SMALL (an
+// *Error) nothing was written.
+func (s *Store) putEpisodesOnce(app, user string, jsonl, ids []byte) (int, error) {
+	var n C.size_t
+	buf := ids
+	if ids != nil && len(ids) == 0 {
+		buf = make([]byte, 1) // not NULL: an empty buffer still wants the ids
+	}
+	err := s.with(func(h *C.mnem_store) error {
+		var cerr C.mnem_error
+		rc := C.mnem_put_episodes_v2(h, strView(app), strView(user), bytesView(jsonl), bufPtr(buf), C.size_t(len(ids)), &n, &cerr)
+		runtime.KeepAlive(app)
+		runtime.KeepAlive(user)
+		runtime.KeepAlive(jsonl)
+		runtime.KeepAlive(buf)
+		return check("put_episodes", rc, &cerr)
+	})
+	if err == nil && ids != nil && (int(n) > len(ids) || n%16 != 0) {
+		return 0, &Error{Op: "put_episodes", Status: StatusInternal,
+			Message: fmt.Sprintf("out_ids_len %d with out_ids_cap %d", n, len(ids))}
+	}
+	return int(n), err
 }
 
 // DeleteEpisodes tombstones the given episode ids and returns how many visible

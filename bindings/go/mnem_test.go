@@ -441,3 +441,53 @@ func TestConcurrentClose(t *testing.T) {
 		t.Fatalf("%d goroutines saw ErrClosed", closedSeen.Load())
 	}
 }
+
+// PutEpisodesJSONL's ids skip blank lines as the library does (empty, spaces and
+// tabs, CR), whatever the first guess of the ids buffer: a guess too small costs
+// a retry, and the BUFFER_TOO_SMALL attempt writes nothing.
+func TestPutEpisodesJSONLIdsSkipBlankLines(t *testing.T) {
+	const a, b, c = "0190f0a0-0000-7000-8000-00000000000a", "0190f0a0-0000-7000-8000-00000000000b", "0190f0a0-0000-7000-8000-00000000000c"
+	jsonl := []byte("\n{\"id\":\"" + a + "\",\"primary\":\"apple\"}\r\n \t \n{\"primary\":\"generated\"}\n\r\n" +
+		"{\"id\":\"" + b + "\",\"primary\":\"banana\"}\n   \n{\"id\":\"" + c + "\",\"primary\":\"cherry\"}\n")
+	s := memStore(t)
+	old := idsGuess
+	defer func() { idsGuess = old }()
+	// -1: the binding's own guess; then too small (0, one id), and more than needed.
+	for _, guess := range []int{-1, 0, 16, 128} {
+		if guess >= 0 {
+			idsGuess = func([]byte) int { return guess }
+		}
+		u := fmt.Sprintf("guess%d", guess)
+		ids, err := s.PutEpisodesJSONL(app, u, jsonl)
+		if err != nil {
+			t.Fatalf("guess %d: %v", guess, err)
+		}
+		if len(ids) != 4 || ids[0] != a || !uuidRE.MatchString(ids[1]) || ids[1] == a || ids[2] != b || ids[3] != c {
+			t.Fatalf("guess %d: ids %q", guess, ids)
+		}
+		eps, err := s.GetEpisodes(app, u, ids...)
+		if err != nil || len(eps) != 4 || eps[1] == nil || eps[1].Primary != "generated" || eps[3] == nil || eps[3].Primary != "cherry" {
+			t.Fatalf("guess %d: stored %+v, %v", guess, eps, err)
+		}
+		st, err := s.NamespaceStats(app, u)
+		if err != nil || st.Live != 4 || st.Records.Keys != 4 {
+			t.Fatalf("guess %d: %+v, %v (a retried attempt wrote too?)", guess, st, err)
+		}
+	}
+	// Only blank lines, and nothing: no ids, nothing written.
+	for _, in := range []string{"", "\n \t\r\n\n"} {
+		ids, err := s.PutEpisodesJSONL(app, "blank", []byte(in))
+		if err != nil || len(ids) != 0 {
+			t.Fatalf("%q: ids %q, %v", in, ids, err)
+		}
+	}
+	// A bad line is named by its number, blank lines counted, and nothing is written.
+	_, err := s.PutEpisodesJSONL(app, "bad", []byte("{\"primary\":\"ok\"}\n\n \n{\"primary\":\"x\",\"colour\":1}"))
+	wantStatus(t, err, StatusInvalidArgument, "unknown key on line 4")
+	if !strings.Contains(err.Error(), "line 4") {
+		t.Fatalf("error does not name line 4: %v", err)
+	}
+	if st, err := s.NamespaceStats(app, "bad"); err != nil || st.Records.Keys != 0 {
+		t.Fatalf("the refused batch wrote: %+v, %v", st, err)
+	}
+}

@@ -619,7 +619,7 @@ pub extern "C" fn mnem_search(
 /// never returns, whichever call writes it.
 /// The whole batch is validated, then written atomically.
 /// `out_ids` receives the 16 raw bytes of each line's id in line order; NULL with
-/// `out_ids_cap` 0 when not wanted.
+/// `out_ids_cap` 0 when not wanted. (`mnem_put_episodes_v2` reports the size it needs.)
 /// An episode may take at most 64 MiB stored (the lexical page's largest byte budget, so
 /// that paging always progresses).
 /// Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
@@ -657,6 +657,81 @@ pub extern "C" fn mnem_put_episodes(
         }
         Ok(())
     })
+}
+
+/// `mnem_put_episodes` with the ids through the output-buffer protocol of every other
+/// output, so that a caller need not count the batch's lines to size `out_ids`. The lines,
+/// their checks and the atomic write are those of `mnem_put_episodes`, which stays as it
+/// is for the programs written against it.
+/// Once the whole batch has parsed, `*out_ids_len` receives 16 × its lines (blank lines have
+/// no id): the size of the ids, 16 raw bytes per line's id in line order, which OK writes
+/// to `out_ids`. When `out_ids` is not NULL and `out_ids_cap` is smaller, the call returns
+/// BUFFER_TOO_SMALL and writes nothing, neither the episodes nor `out_ids`: call again with
+/// `*out_ids_len` bytes (the size depends on the batch alone, so it fits). Nothing is
+/// written because a write cannot be repeated safely (a line without `id` would get a
+/// second new episode, one with an `id` a second revision) while a parse can: the retry
+/// costs only a parse. A non-NULL `out_ids` with `out_ids_cap` 0 asks the size without
+/// writing anything. `out_ids` NULL with `out_ids_cap` 0: the ids are not wanted; the
+/// episodes are written and `*out_ids_len` still reports 16 × lines. `out_ids_len` may be
+/// NULL only when `out_ids` is; on any status but OK and BUFFER_TOO_SMALL it is 0. The
+/// size is reported before the checks that need the store (a read-only handle, a vector's
+/// dimension, a deleted id, an episode over 64 MiB): the retry may meet them.
+/// Returns OK; BUFFER_TOO_SMALL (`*out_ids_len` = bytes needed; nothing written);
+/// INVALID_ARGUMENT (as `mnem_put_episodes`, or `out_ids` NULL with `out_ids_cap` not 0,
+/// or `out_ids_len` NULL with `out_ids` not NULL: nothing written); READ_ONLY; BUSY; IO;
+/// CORRUPTION; INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_put_episodes_v2(
+    store: *mut mnem_store,
+    app: mnem_str,
+    user: mnem_str,
+    episodes_jsonl: mnem_str,
+    out_ids: *mut u8,
+    out_ids_cap: usize,
+    out_ids_len: *mut usize,
+    err: *mut mnem_error,
+) -> Status {
+    fn set_size(out: *mut usize, n: usize) {
+        // SAFETY: a non-NULL `out_ids_len` points to a writable size_t (include/mnem.h).
+        if let Some(l) = unsafe { out.as_mut() } {
+            *l = n;
+        }
+    }
+    let set_len = |n: usize| set_size(out_ids_len, n);
+    // 0 first, so that a poisoned handle (which `guard` refuses before the closure) leaves 0.
+    set_len(0);
+    let s = store_ref(store);
+    let status = guard(err, s, || {
+        if out_ids.is_null() && out_ids_cap > 0 {
+            return Err(Error::invalid("`out_ids` is NULL but `out_ids_cap` is not 0"));
+        }
+        if !out_ids.is_null() && out_ids_len.is_null() {
+            return Err(Error::invalid("`out_ids_len` is NULL but `out_ids` is not"));
+        }
+        let m = need_store(s)?;
+        let ns = namespace(app, user)?;
+        let inputs = crate::input::parse_episode_lines(jsonl(episodes_jsonl, "episodes_jsonl")?)?;
+        let need = inputs.len().saturating_mul(16);
+        set_len(need);
+        if !out_ids.is_null() && out_ids_cap < need {
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                format!(
+                    "the ids of {} lines need {need} bytes; `out_ids_cap` is {out_ids_cap}; nothing was written",
+                    inputs.len()
+                ),
+            ));
+        }
+        let ids = m.put_episodes(&ns, inputs)?;
+        if !out_ids.is_null() {
+            copy_ids(out_ids, &ids);
+        }
+        Ok(())
+    });
+    if status != Status::Ok && status != Status::BufferTooSmall {
+        set_len(0);
+    }
+    status
 }
 
 /// Delete episodes: one JSON string UUID per line. Each becomes a tombstone (a new revision

@@ -1,7 +1,8 @@
 /* Replays the conformance corpus (the JSON files of tests/conformance/cases; format in
  * tests/conformance/README.md) through the C ABI, parsing cases and outputs with cJSON. Every
- * read also goes through the output-buffer protocol (size query, one byte short, exact fit) and
- * every call's error struct is checked against its status. Usage: conformance CASES_DIR. */
+ * read also goes through the output-buffer protocol (size query, one byte short, exact fit), as
+ * does every put_episodes_v2 without ids_cap, and every call's error struct is checked against
+ * its status. Usage: conformance CASES_DIR. */
 #define _GNU_SOURCE
 #include "mnem.h"
 
@@ -278,6 +279,8 @@ typedef struct {
   bool has_count;
   uint64_t count;
   cJSON *ids;   /* array of strings, put_episodes */
+  bool has_ids_len;
+  size_t ids_len; /* *out_ids_len, put_episodes_v2 */
   cJSON *value; /* static calls */
   char *out;    /* output text, NUL-terminated */
   size_t out_len;
@@ -368,6 +371,48 @@ static bool do_read_moving(read_call f, void *ctx, outcome *o) {
     return true;
   }
   return fail("the answer outgrew its buffer five times");
+}
+
+/* 16-byte ids as an array of UUID strings. */
+static cJSON *ids_array(const uint8_t *ids, size_t n) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < n; i++) {
+    char t[37];
+    static const char hex[] = "0123456789abcdef";
+    int k = 0;
+    for (int j = 0; j < 16; j++) {
+      if (j == 4 || j == 6 || j == 8 || j == 10) t[k++] = '-';
+      t[k++] = hex[ids[16 * i + j] >> 4], t[k++] = hex[ids[16 * i + j] & 15];
+    }
+    t[k] = '\0';
+    cJSON_AddItemToArray(arr, cJSON_CreateString(t));
+  }
+  return arr;
+}
+
+/* One mnem_put_episodes_v2 with `cap` bytes of ids (`null`: NULL and 0, ids not wanted) and
+   16 guard bytes: only OK writes them, and only the ids. */
+static bool put_v2_once(mnem_store *h, mnem_str a, mnem_str u, mnem_str data, bool null, size_t cap, outcome *o) {
+  mnem_error e;
+  poison(&e);
+  uint8_t *b = malloc(cap + 16);
+  memset(b, 0xEE, cap + 16);
+  size_t len = 999;
+  mnem_status st = mnem_put_episodes_v2(h, a, u, data, null ? NULL : b, cap, &len, &e);
+  bool ok = check_err(st, &e, o);
+  size_t from = st == MNEM_STATUS_OK && !null && len <= cap ? len : 0;
+  for (size_t i = from; ok && i < cap + 16; i++)
+    if (b[i] != 0xEE) ok = fail("put_episodes_v2 (status %d) wrote out_ids past %zu bytes", st, from);
+  if (ok && st == MNEM_STATUS_OK && !null && len > cap) ok = fail("OK with *out_ids_len %zu > cap %zu", len, cap);
+  if (ok && st == MNEM_STATUS_BUFFER_TOO_SMALL && len <= cap)
+    ok = fail("BUFFER_TOO_SMALL with *out_ids_len %zu for cap %zu", len, cap);
+  if (ok && st != MNEM_STATUS_OK && st != MNEM_STATUS_BUFFER_TOO_SMALL && len != 0)
+    ok = fail("status %d with *out_ids_len %zu", st, len);
+  o->has_ids_len = true, o->ids_len = len;
+  cJSON_Delete(o->ids), o->ids = NULL;
+  if (ok && st == MNEM_STATUS_OK && !null) o->ids = ids_array(b, len / 16);
+  free(b);
+  return ok;
 }
 
 /* The read calls, adapted to read_call. */
@@ -525,21 +570,30 @@ static bool call(replay *r, const char *name, const cJSON *args, outcome *o) {
     ok = ok && check_err(st, &e, o);
     for (size_t i = 16 * lines; ok && i < 16 * lines + 16; i++)
       if (ids[i] != 0xEE) ok = fail("put_episodes wrote past 16 bytes per line");
-    if (ok && st == MNEM_STATUS_OK) {
-      o->ids = cJSON_CreateArray();
-      for (size_t i = 0; i < lines; i++) {
-        char t[37];
-        static const char hex[] = "0123456789abcdef";
-        int k = 0;
-        for (int j = 0; j < 16; j++) {
-          if (j == 4 || j == 6 || j == 8 || j == 10) t[k++] = '-';
-          t[k++] = hex[ids[16 * i + j] >> 4], t[k++] = hex[ids[16 * i + j] & 15];
-        }
-        t[k] = '\0';
-        cJSON_AddItemToArray(o->ids, cJSON_CreateString(t));
+    if (ok && st == MNEM_STATUS_OK) o->ids = ids_array(ids, lines);
+    free(ids), free(data);
+  } else if (!strcmp(name, "put_episodes_v2")) {
+    char *data = lines_arg(args, "episodes");
+    const cJSON *cap = cJSON_GetObjectItemCaseSensitive(args, "ids_cap");
+    bool wanted = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(args, "ids_wanted"));
+    ok = data != NULL;
+    if (ok && !wanted) {
+      ok = put_v2_once(h, a, u, S(data), true, 0, o);
+    } else if (ok && cJSON_IsNumber(cap)) {
+      ok = put_v2_once(h, a, u, S(data), false, (size_t)cap->valuedouble, o);
+    } else if (ok) { /* the protocol: a size query, a buffer one byte short, then the exact size */
+      ok = put_v2_once(h, a, u, S(data), false, 0, o);
+      size_t need = o->ids_len;
+      if (ok && o->status == MNEM_STATUS_BUFFER_TOO_SMALL) {
+        ok = put_v2_once(h, a, u, S(data), false, need - 1, o);
+        if (ok && (o->status != MNEM_STATUS_BUFFER_TOO_SMALL || o->ids_len != need))
+          ok = fail("one byte short: status %d, *out_ids_len %zu, need %zu", o->status, o->ids_len, need);
+        ok = ok && put_v2_once(h, a, u, S(data), false, need, o);
+        if (ok && o->status == MNEM_STATUS_OK && o->ids_len != need)
+          ok = fail("exact fit: *out_ids_len %zu, need %zu", o->ids_len, need);
       }
     }
-    free(ids), free(data);
+    free(data);
   } else {
     static const char *reads[] = {"search", "keyword_search", "lexical_page", "substring_search", "hybrid_search",
                                   "get_episodes", "list_namespaces", "namespace_stats", "stats", "check",
@@ -591,6 +645,11 @@ static bool step(replay *r, const cJSON *s) {
     cJSON_Delete(g);
   }
   if (ok && (w = cJSON_GetObjectItemCaseSensitive(want, "ids"))) ok = o.ids ? match(w, o.ids, "ids") : fail("no ids");
+  if (ok && (w = cJSON_GetObjectItemCaseSensitive(want, "ids_len"))) {
+    cJSON *g = o.has_ids_len ? cJSON_CreateNumber((double)o.ids_len) : cJSON_CreateNull();
+    ok = match(w, g, "ids_len");
+    cJSON_Delete(g);
+  }
   if (ok && (w = cJSON_GetObjectItemCaseSensitive(want, "value")))
     ok = o.value ? match(w, o.value, "value") : fail("no value");
   const char *text = o.out ? o.out : "";

@@ -95,6 +95,11 @@ static void check_poisoned(mnem_store *db) {
   CHECK(is_internal(mnem_put_episodes(db, str("app"), str("user"), str(EPISODE), ids, sizeof ids, &err), &err,
                     poisoned));
   CHECK(ids[0] == 0xAA && ids[15] == 0xAA);
+  size_t ids_len = 77;
+  reset(&err);
+  CHECK(is_internal(mnem_put_episodes_v2(db, str("app"), str("user"), str(EPISODE), ids, sizeof ids, &ids_len, &err),
+                    &err, poisoned));
+  CHECK(ids_len == 0 && ids[0] == 0xAA && ids[15] == 0xAA);
   reset(&err);
   CHECK(is_internal(mnem_flush(db, &err), &err, poisoned));
   reset(&err);

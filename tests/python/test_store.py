@@ -158,6 +158,31 @@ def test_episodes_take_dicts_and_return_uuids():
         assert s.keyword_search(APP, USER, {"text": "fox"})["results"] == []
 
 
+@pytest.mark.parametrize("guess", [None, 0, 16, 256])
+def test_put_episodes_ids_skip_blank_and_whitespace_lines(monkeypatch, guess):
+    # The ids line up with the lines that are not blank (empty, spaces and tabs, CR), whatever
+    # the first size of the ids buffer: a guess too small costs one retry and writes once.
+    if guess is not None:
+        monkeypatch.setattr(mnem._store, "_ids_guess", lambda data: guess)
+    a, b = uuid.UUID("0190f0a0-0000-7000-8000-00000000000a"), uuid.UUID("0190f0a0-0000-7000-8000-00000000000b")
+    data = ("\n" + json.dumps({"id": str(a), "primary": "apple"}) + "\r\n \t \n"
+            + json.dumps({"primary": "generated"}) + "\n\r\n" + json.dumps({"id": str(b), "primary": "banana"})
+            + "\n   \n")
+    with mnem.Store(":memory:") as s:
+        for given in (data, data.encode()):
+            got = s.put_episodes(APP, USER, given)
+            assert len(got) == 3 and got[0] == a and got[2] == b and got[1] not in (a, b)
+            eps = s.get_episodes(APP, USER, got)
+            assert [e["primary"] for e in eps] == ["apple", "generated", "banana"]
+        # Twice: a, b at revision 2, and two generated episodes, each written once.
+        assert s.namespace_stats(APP, USER)["live"] == 4
+        assert [e["revision"] for e in s.get_episodes(APP, USER, [a, b])] == [2, 2]
+        assert s.put_episodes(APP, "blank", "\n \t\r\n") == [] and s.put_episodes(APP, "blank", []) == []
+        with pytest.raises(mnem.InvalidArgument, match="line 4"):
+            s.put_episodes(APP, "bad", '{"primary":"ok"}\n\n \n{"primary":"x","colour":1}')
+        assert s.namespace_stats(APP, "bad")["records"]["keys"] == 0
+
+
 class CountingEmbedder:
     def __init__(self):
         self.calls = []

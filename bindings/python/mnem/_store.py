@@ -16,6 +16,12 @@ from ._errors import check
 _INITIAL_OUT = 64 * 1024
 
 
+def _ids_guess(data: bytes) -> int:
+    """The first size of put_episodes' ids buffer: 16 bytes per line, blank or not, never less
+    than the library needs (it skips blank lines). A function so that tests can force the retry."""
+    return 16 * (data.count(b"\n") + 1)
+
+
 def _jsonl(lines) -> bytes:
     """A JSON Lines buffer from str/bytes (taken as is) or an iterable of lines/dicts."""
     if lines is None:
@@ -292,11 +298,25 @@ class Store:
     def put_episodes(self, app: Text, user: Text, episodes: Lines) -> list[uuid.UUID]:
         """Inserts or updates episodes (dicts, JSON lines, or a JSONL buffer); returns their ids in line order."""
         data = _jsonl(episodes)
-        count = sum(1 for line in data.split(b"\n") if line.strip(b" \t\r"))  # the core's blank-line rule
-        buf = (ctypes.c_uint8 * max(16 * count, 1))()
-        self._call(self._lib.mnem_put_episodes, L.mstr(app), L.mstr(user), L.mstr(data), buf, 16 * count)
-        raw = bytes(buf)
-        return [uuid.UUID(bytes=raw[16 * i:16 * i + 16]) for i in range(count)]
+        h = self._enter()
+        try:
+            cap = _ids_guess(data)
+            for _attempt in range(2):
+                # Never a NULL buffer, even for 0 bytes: NULL would mean the ids are not wanted.
+                buf = (ctypes.c_uint8 * max(cap, 1))()
+                n = ctypes.c_size_t(0)
+                err = L.ErrorBuf()
+                st = self._lib.mnem_put_episodes_v2(h, L.mstr(app), L.mstr(user), L.mstr(data), buf, cap,
+                                                    ctypes.byref(n), ctypes.byref(err))
+                if st != L.BUFFER_TOO_SMALL or n.value <= cap:
+                    break
+                # Nothing was written, and the size depends on the batch alone: one retry fits.
+                cap = n.value
+            check(st, err)
+            raw = ctypes.string_at(buf, n.value)
+            return [uuid.UUID(bytes=raw[i:i + 16]) for i in range(0, len(raw), 16)]
+        finally:
+            self._leave()
 
     def delete_episodes(self, app: Text, user: Text, ids: Union[Text, Iterable[Union[str, uuid.UUID]]]) -> int:
         if isinstance(ids, (str, bytes)):
