@@ -18,6 +18,7 @@ pub mod cache;
 mod codec;
 mod deferred;
 mod derived;
+pub mod embed;
 mod engine;
 pub mod episodes;
 pub mod error;
@@ -35,7 +36,7 @@ mod upgrade;
 pub mod vector;
 mod wire;
 
-pub use adk::EventOptions;
+pub use adk::{EventOptions, RecallQuery};
 pub use admin::{
     CheckReport, Forgotten, KeyCount, NamespaceInfo, NamespacePage, NamespaceStats, Progress, Transfer, EXPORT_VERSION,
     MAX_GET_EPISODES,

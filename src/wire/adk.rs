@@ -4,6 +4,7 @@
 use super::{lines, parse_object, push_opt_str, push_str, Fields, RawObject};
 use crate::adk::event::{line_context, AdkEvent, EventOptions, Memory};
 use crate::adk::timestamp::format_timestamp;
+use crate::adk::{RecallQuery, MAX_RECALL_LIMIT};
 use crate::error::{Error, Result};
 
 impl EventOptions {
@@ -20,6 +21,28 @@ impl EventOptions {
         let tags = f.get::<Vec<String>>("tags", "an array of strings")?.unwrap_or_default();
         let episode_type = f.string("episode_type")?;
         Ok(EventOptions { ttl_ms, tags, episode_type })
+    }
+}
+
+impl RecallQuery {
+    /// A `mnem_recall` query: `{"text", "vector", "limit", "semantic_weight", "candidates"}`;
+    /// its numbers are checked by `validate` when it runs, as for hybrid search.
+    pub fn parse(query_json: &str) -> Result<RecallQuery> {
+        let mut f = Fields::strict(parse_object(query_json)?);
+        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let mut q = RecallQuery::new(text);
+        q.vector = f.get::<Vec<f32>>("vector", "an array of numbers")?;
+        if let Some(l) = f.get::<u64>("limit", &format!("an integer from 0 to {MAX_RECALL_LIMIT}"))? {
+            q.limit = usize::try_from(l).unwrap_or(usize::MAX);
+        }
+        if let Some(w) = f.get::<f64>("semantic_weight", "a number from 0 to 1")? {
+            q.semantic_weight = w;
+        }
+        if let Some(c) = f.get::<u64>("candidates", "a positive integer")? {
+            q.candidates = usize::try_from(c).unwrap_or(usize::MAX);
+        }
+        f.finish()?;
+        Ok(q)
     }
 }
 
@@ -66,6 +89,7 @@ pub fn parse_event(line: &str, now_secs: f64) -> Result<Option<AdkEvent>> {
         content: content.get().to_string(),
         text,
         rest: String::from_utf8(rest).expect("built from UTF-8 pieces"),
+        embedding: None,
     }))
 }
 
