@@ -37,7 +37,14 @@
  *
  * THREADS: one handle may be used by many threads at once; writes are serialized
  * internally. mnem_free must run after every other call on the handle has returned. There
- * is no global initialization, no callback and no thread-local state.
+ * is no global initialization and no thread-local state. The one callback is the embedder
+ * (`mnem_embed_fn`, registered with mnem_set_embedder or given to mnem_hybrid_search_with):
+ * mnem calls it from the thread of the call that needs a vector, from several threads at
+ * once, never under the writers' lock; a failure is MNEM_STATUS_EMBEDDER_FAILED.
+ *
+ * BLANK TEXT: text is blank when it is empty or only Unicode White_Space characters
+ * (U+0009-U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+ * U+205F, U+3000). Blank text is never embedded: a blank query returns no results.
  *
  * STATUSES: `enum mnem_status` below defines every status and what it means, once. Each
  * function's comment lists every status it can return; mnem_status_name and
@@ -120,6 +127,10 @@ enum mnem_status
   MNEM_STATUS_CORRUPTION = 7,
   // `mnem_open`: the store was written in a newer on-disk format than this build reads.
   MNEM_STATUS_INCOMPATIBLE = 8,
+  // The embedder (the caller's model, registered with `mnem_set_embedder` or given to one
+  // call) failed, panicked or returned something that is not a valid vector; the message
+  // says which. Nothing was changed.
+  MNEM_STATUS_EMBEDDER_FAILED = 9,
   // A bug in mnem (a caught panic). The handle is poisoned: every later call on it
   // returns `MNEM_STATUS_INTERNAL` (with `*out_len` and counters 0); only `mnem_free`
   // remains useful.
@@ -153,6 +164,24 @@ typedef struct mnem_error {
   // empty on success.
   char message[MNEM_ERROR_MESSAGE_CAP];
 } mnem_error;
+
+// An embedder: writes the vector of the UTF-8 `text` (`text.len` bytes, no NUL) into `out`,
+// room for `out_cap` floats, and the number of floats into `*out_len`, then returns
+// `MNEM_STATUS_OK` (0). A vector longer than `out_cap`: set `*out_len` to its length and
+// return `MNEM_STATUS_BUFFER_TOO_SMALL` (2) without writing `out`; mnem calls once more with
+// that room (at most 16,384 floats). Any other return value is a failure: write a
+// NUL-terminated message into `err->message` (at most `MNEM_ERROR_MESSAGE_CAP` bytes with
+// the NUL; mnem clears it before the call) and mnem returns `MNEM_STATUS_EMBEDDER_FAILED`
+// with it, having written nothing. `text` and `out` are valid only during the call.
+// `user_data` is the pointer given with the callback. The callback may be called from any
+// thread that calls mnem, by several at once: it must be thread-safe. It is never called
+// under mnem's writers' lock, and it must not call mnem on the same handle.
+typedef int32_t (*mnem_embed_fn)(void *user_data,
+                                 struct mnem_str text,
+                                 float *out,
+                                 size_t out_cap,
+                                 size_t *out_len,
+                                 struct mnem_error *err);
 
 #ifdef __cplusplus
 extern "C" {
@@ -240,8 +269,12 @@ void mnem_free(struct mnem_store *store);
 // stores them (no tags, no expiry), whatever `mnem_add_events` stored for the same ids
 // before. A bucket that already exists keeps its place in the tie order of `mnem_search`.
 // `*out_stored` (may be NULL) receives the number of events the bucket now holds.
+// With an embedder registered (`mnem_set_embedder`), each event with text is stored with the
+// vector of its searchable text, in the same batch (an event stored before with the same
+// text keeps its vector, without a call).
 // Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
-// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; BUSY;
+// named by its number, an event over 64 MiB stored, a vector of another dimension than the
+// namespace's: nothing is stored); EMBEDDER_FAILED (nothing is stored); READ_ONLY; BUSY;
 // IO; CORRUPTION; INTERNAL.
 mnem_status mnem_add_session(struct mnem_store *store,
                              struct mnem_str app,
@@ -256,9 +289,11 @@ mnem_status mnem_add_session(struct mnem_store *store,
 // batch, or removed by `mnem_delete_memory` is skipped: first write wins.
 // `custom_metadata_json`: empty or a JSON object; mnem reads `ttl_ms` (integer > 0: the
 // events expire), `tags` (array of strings) and `episode_type` (string, default "event")
-// and ignores other keys. `*out_added` (may be NULL) receives the number appended.
+// and ignores other keys. `*out_added` (may be NULL) receives the number appended. With an
+// embedder registered, the appended events are stored with their vectors, as in
+// `mnem_add_session`.
 // Returns OK; INVALID_ARGUMENT (as for `mnem_add_session`, or a mistyped known metadata key);
-// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
+// EMBEDDER_FAILED; READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_add_events(struct mnem_store *store,
                             struct mnem_str app,
                             struct mnem_str user,
@@ -303,7 +338,9 @@ mnem_status mnem_search(const struct mnem_store *store,
 // `primary`, `secondary`, `context` (the searchable text), `metadata` (object),
 // `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
 // `content` (any JSON), `embedding` (array of 1 to 16,384 numbers: the namespace's first
-// vector fixes the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
+// vector fixes the dimension) or `embed` (true: the store's embedder, `mnem_set_embedder`,
+// embeds the episode's non-blank primary, secondary and context texts joined by "\n",
+// before the write takes the writers' lock; all three blank: no vector). An existing id becomes a new revision; a deleted id cannot be reused.
 // An episode of type "memory" is an ADK memory, reported by `mnem_search` under its
 // `event_id` (else its UUID): a line whose memory id was removed by `mnem_delete_memory`
 // is refused (INVALID_ARGUMENT naming the line, nothing written), so a deleted memory
@@ -314,9 +351,10 @@ mnem_status mnem_search(const struct mnem_store *store,
 // An episode may take at most 64 MiB stored (the lexical page's largest byte budget, so
 // that paging always progresses).
 // Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
-// an episode over 64 MiB, `out_ids_cap` < 16 × lines: the message names the line and
-// field, nothing is written);
-// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
+// an episode over 64 MiB, `out_ids_cap` < 16 × lines, `embed` with `embedding` or
+// without a registered embedder: the message names the line and field, nothing
+// is written); EMBEDDER_FAILED (nothing is written); READ_ONLY; BUSY; IO; CORRUPTION;
+// INTERNAL.
 mnem_status mnem_put_episodes(struct mnem_store *store,
                               struct mnem_str app,
                               struct mnem_str user,
@@ -427,12 +465,16 @@ mnem_status mnem_substring_search(const struct mnem_store *store,
 // is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
 // default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a
 // zero-weight channel takes no part; without `vector`, or without a live vector in the
-// namespace (all deleted or expired counts as none), the lexical weight is 1. Each channel contributes `w / (60 + rank)` (rank from 1), summed
-// in f64, ties by ascending UUID. Limit 0 or blank text returns no results. Writes
+// namespace (all deleted or expired counts as none), the lexical weight is 1. Without `vector`
+// and with an embedder registered (`mnem_set_embedder`), the embedder embeds `text` when the
+// search can use a vector (text not blank, limit and `semantic_weight` not 0); its failure
+// is EMBEDDER_FAILED. Each channel contributes `w / (60 + rank)` (rank from 1), summed
+// in f64, ties by ascending UUID. Limit 0 or blank text (empty or only Unicode White_Space)
+// returns no results. Writes
 // `{"results":[{"record","score","keyword_score","semantic_score"}...]}` where the last two
 // are the rank contributions, not raw BM25 or similarity.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (weight, vector dimension, unknown key...);
-// BUSY; IO; CORRUPTION; INTERNAL.
+// EMBEDDER_FAILED; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_hybrid_search(const struct mnem_store *store,
                                struct mnem_str app,
                                struct mnem_str user,
@@ -612,6 +654,62 @@ mnem_status mnem_export_page(const struct mnem_store *store,
                              size_t out_cap,
                              size_t *out_len,
                              struct mnem_error *err);
+
+// Register the embedder of the store: `embed` with `user_data` (NULL `embed` removes it;
+// `user_data` is then ignored). With one registered: an episode line may say
+// `"embed": true` (its text is embedded before the write); `mnem_add_session` and
+// `mnem_add_events` store each event's vector with the event (of its searchable text;
+// an event stored before with the same text keeps its vector, without a call); and
+// `mnem_hybrid_search` and `mnem_recall` embed a query given without `vector` when the
+// search can use one (text not blank, limit and `semantic_weight` not 0). The embedder is
+// called before a write takes the writers' lock, from the calling thread, so slow models
+// delay only their own call; a failure (see `mnem_embed_fn`) is
+// `MNEM_STATUS_EMBEDDER_FAILED`, and nothing is written. Calls already running keep the
+// embedder they started with: keep `user_data` alive until they have returned.
+// Returns OK; INVALID_ARGUMENT (NULL store); INTERNAL.
+mnem_status mnem_set_embedder(const struct mnem_store *store,
+                              mnem_embed_fn embed,
+                              void *user_data,
+                              struct mnem_error *err);
+
+// `mnem_hybrid_search` with `embed` (and its `user_data`) as the embedder of this call, in
+// place of the store's: called at most once, for a query without `vector` that can use one
+// (text not blank, limit and `semantic_weight` not 0). NULL `embed` is the store's
+// embedder, as `mnem_hybrid_search`.
+// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (as `mnem_hybrid_search`); EMBEDDER_FAILED;
+// BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_hybrid_search_with(const struct mnem_store *store,
+                                    struct mnem_str app,
+                                    struct mnem_str user,
+                                    struct mnem_str query_json,
+                                    mnem_embed_fn embed,
+                                    void *user_data,
+                                    uint8_t *out,
+                                    size_t out_cap,
+                                    size_t *out_len,
+                                    struct mnem_error *err);
+
+// ADK `search_memory` with semantic recall: ADK's ranking (`mnem_search`) fused with the
+// nearest vectors of the namespace's ADK events and memories (those `mnem_add_session`,
+// `mnem_add_events` and `mnem_put_episodes` stored with a vector) by the weighted
+// reciprocal rank fusion of `mnem_hybrid_search`. Query `{"text" (required), "vector"
+// (optional; without it the store's embedder embeds `text`), "limit" (0-10, default 10),
+// "semantic_weight" (finite, 0-1, default 0.5), "candidates" (the vector channel ranks
+// `limit × candidates`, default 4)}`. Deleted, expired and forgotten memories are never
+// found by either channel. Without a vector (no `vector`, no embedder) or without a live
+// vector in the namespace, or with `semantic_weight` 0, the answer is `mnem_search`'s.
+// Blank text or limit 0 returns no memories. Writes `mnem_search`'s
+// `{"memories":[MemoryEntry...]}`, best first.
+// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, vector
+// dimension); EMBEDDER_FAILED; BUSY; IO; CORRUPTION; INTERNAL.
+mnem_status mnem_recall(const struct mnem_store *store,
+                        struct mnem_str app,
+                        struct mnem_str user,
+                        struct mnem_str query_json,
+                        uint8_t *out,
+                        size_t out_cap,
+                        size_t *out_len,
+                        struct mnem_error *err);
 
 #if defined(MNEM_FAULT_INJECTION)
 // Fault injection (test builds only): panic inside the panic boundary of a call on

@@ -38,6 +38,10 @@ pub enum Status {
     Corruption = 7,
     /// `mnem_open`: the store was written in a newer on-disk format than this build reads.
     Incompatible = 8,
+    /// The embedder (the caller's model, registered with `mnem_set_embedder` or given to one
+    /// call) failed, panicked or returned something that is not a valid vector; the message
+    /// says which. Nothing was changed.
+    EmbedderFailed = 9,
     /// A bug in mnem (a caught panic). The handle is poisoned: every later call on it
     /// returns `MNEM_STATUS_INTERNAL` (with `*out_len` and counters 0); only `mnem_free`
     /// remains useful.
@@ -87,6 +91,7 @@ status_table! {
     Io => "IO", "the operating system or the storage engine failed";
     Corruption => "CORRUPTION", "stored data is damaged";
     Incompatible => "INCOMPATIBLE", "the store has a newer on-disk format";
+    EmbedderFailed => "EMBEDDER_FAILED", "the embedder failed";
     Internal => "INTERNAL", "internal error in mnem; the handle is poisoned";
 }
 
@@ -163,13 +168,13 @@ mod tests {
     #[test]
     fn codes_names_and_messages_come_from_one_table() {
         let codes: Vec<i32> = Status::ALL.iter().map(|s| *s as i32).collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 100]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100]);
         for &s in Status::ALL {
             assert_eq!(Status::from_code(s as i32), Some(s));
             assert_eq!(s.c_name().to_str(), Ok(s.name()));
             assert!(!s.default_message().is_empty());
         }
-        for code in [-1, 9, 99, 101, i32::MIN, i32::MAX] {
+        for code in [-1, 10, 99, 101, i32::MIN, i32::MAX] {
             assert_eq!(Status::from_code(code), None);
         }
     }

@@ -15,10 +15,7 @@ pub const RRF_K: f64 = 60.0;
 pub const DEFAULT_SEMANTIC_WEIGHT: f64 = 0.5;
 pub const DEFAULT_CANDIDATES: usize = 4;
 
-/// Turns query text into a vector; lives where the caller's embedding model lives.
-pub trait EmbeddingProvider {
-    fn embed(&self, text: &str) -> Result<Vec<f32>>;
-}
+pub use crate::embed::EmbeddingProvider;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct HybridQuery {
@@ -67,7 +64,13 @@ impl HybridQuery {
     }
 
     fn is_blank(&self) -> bool {
-        self.text.trim().is_empty()
+        !crate::embed::needs_vector(&self.text)
+    }
+
+    /// Does this query need a vector it does not have? Not for a zero limit, blank text or a
+    /// zero semantic weight: the one rule every embedding path asks.
+    pub fn wants_vector(&self) -> bool {
+        self.vector.is_none() && self.limit > 0 && !self.is_blank() && self.semantic_weight > 0.0
     }
 }
 
@@ -195,8 +198,8 @@ impl Engine {
             return Ok(Vec::new());
         }
         let mut q = q.clone();
-        if q.semantic_weight > 0.0 && q.vector.is_none() {
-            q.vector = Some(provider.embed(&q.text)?);
+        if q.wants_vector() {
+            q.vector = crate::embed::run(provider, &[&q.text])?.pop();
         }
         self.hybrid_search(ns, &q)
     }

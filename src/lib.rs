@@ -17,6 +17,7 @@ mod admin;
 pub mod cache;
 mod codec;
 mod derived;
+pub mod embed;
 mod engine;
 pub mod episodes;
 pub mod error;
@@ -33,7 +34,7 @@ mod upgrade;
 pub mod vector;
 mod wire;
 
-pub use adk::EventOptions;
+pub use adk::{EventOptions, RecallQuery};
 pub use admin::{
     CheckReport, Forgotten, KeyCount, NamespaceInfo, NamespacePage, NamespaceStats, Progress, Transfer, EXPORT_VERSION,
     MAX_GET_EPISODES,

@@ -2,10 +2,11 @@
 //! does it (`adk`, `episodes`, `lexical`, `hybrid`) through the `engine`; the JSON that
 //! some methods take or return is read and written by `wire`.
 
-use crate::adk::EventOptions;
+use crate::adk::{EventOptions, RecallQuery};
+use crate::embed::needs_vector;
 use crate::engine::Engine;
 pub use crate::engine::Stats;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hybrid::{EmbeddingProvider, HybridQuery, HybridSearchResult};
 use crate::keys::Namespace;
 use crate::lexical::{KeywordQuery, KeywordSearchResult, LexicalPage, LexicalQuery};
@@ -13,6 +14,9 @@ use crate::record::Episode;
 use crate::store::{now_ms, OpenOptions, Store};
 use crate::wire;
 use crate::EpisodeInput;
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The time ADK gives an event without a timestamp: now, in seconds.
@@ -23,17 +27,43 @@ fn now_secs() -> f64 {
 /// The whole library behind one handle. Every method is safe to call from many threads.
 pub struct Mnem {
     engine: Engine,
+    /// The registered embedder (`set_embedder`); each call takes its own reference, so a
+    /// change applies to the calls that start after it.
+    embedder: RwLock<Option<Arc<dyn EmbeddingProvider>>>,
+    /// Counts `set_embedder` calls: part of the key of the C ABI's kept answers.
+    embedder_changes: AtomicU64,
 }
 
 impl Mnem {
     /// Open (or create) a store; `path` is a directory or `:memory:`. A store of an older
     /// format gets its indexes built here, once (`Stats::indexes_built` says how many).
     pub fn open(path: &str, opts: OpenOptions) -> Result<Mnem> {
-        Ok(Mnem { engine: crate::upgrade::open(path, opts)? })
+        Ok(Mnem::from_engine(crate::upgrade::open(path, opts)?))
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Mnem {
-        Mnem { engine }
+        Mnem { engine, embedder: RwLock::new(None), embedder_changes: AtomicU64::new(0) }
+    }
+
+    // ---- the embedder (`embed`) ----
+
+    /// Register `embedder` (None removes it). With one, writes may ask for vectors
+    /// (`EpisodeInput::embed`), ADK writes store each event's vector with it, and hybrid
+    /// search and recall embed a query that has no vector. It is called from the threads
+    /// that call mnem, concurrently, and never under the writers' lock.
+    pub fn set_embedder(&self, embedder: Option<Arc<dyn EmbeddingProvider>>) {
+        *self.embedder.write() = embedder;
+        self.embedder_changes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The registered embedder, if any.
+    pub fn embedder(&self) -> Option<Arc<dyn EmbeddingProvider>> {
+        self.embedder.read().clone()
+    }
+
+    /// How many times `set_embedder` was called (answers kept by the C ABI depend on it).
+    pub fn embedder_changes(&self) -> u64 {
+        self.embedder_changes.load(Ordering::SeqCst)
     }
 
     /// The engine, for the operations defined outside this file (`crate::admin`).
@@ -77,7 +107,10 @@ impl Mnem {
     pub fn add_session(&self, ns: &Namespace, session_id: &str, events_jsonl: &str) -> Result<u64> {
         // Before parsing: a read-only store refuses every write, whatever the input.
         self.engine.store.check_writable()?;
-        let events = wire::adk::parse_events(events_jsonl, now_secs())?;
+        let mut events = wire::adk::parse_events(events_jsonl, now_secs())?;
+        if let Some(p) = self.embedder() {
+            self.engine.embed_events(ns, session_id, &mut events, false, &*p)?;
+        }
         self.engine.add_session(ns, session_id, &events)
     }
 
@@ -92,7 +125,11 @@ impl Mnem {
     ) -> Result<u64> {
         self.engine.store.check_writable()?;
         let opts = EventOptions::parse(custom_metadata)?;
-        let events = wire::adk::parse_events(events_jsonl, now_secs())?;
+        let mut events = wire::adk::parse_events(events_jsonl, now_secs())?;
+        if let Some(p) = self.embedder() {
+            let bucket = if session_id.is_empty() { crate::adk::UNKNOWN_SESSION_ID } else { session_id };
+            self.engine.embed_events(ns, bucket, &mut events, true, &*p)?;
+        }
         self.engine.add_events(ns, session_id, &events, &opts)
     }
 
@@ -117,11 +154,62 @@ impl Mnem {
         Ok(out)
     }
 
+    /// `mnem_recall`: `search` with semantic recall, as `SearchMemoryResponse` JSON. ADK's
+    /// ranking and the nearest vectors of the namespace's ADK events and memories, fused by
+    /// weighted RRF (`hybrid::fuse`). Without `q.vector` the registered embedder embeds the
+    /// text (when the rule of `RecallQuery::wants_vector` says so); with neither, or with no
+    /// live vector in the namespace, the answer is `search`'s.
+    pub fn recall(&self, ns: &Namespace, q: &RecallQuery) -> Result<Vec<u8>> {
+        q.validate()?;
+        let mut q = q.clone();
+        if q.wants_vector() {
+            if let Some(p) = self.embedder() {
+                q.vector = crate::embed::run(&*p, &[&q.text])?.pop();
+            }
+        }
+        let mut out = Vec::with_capacity(1024);
+        wire::adk::write_memories(&mut out, &self.engine.recall(ns, &q)?);
+        Ok(out)
+    }
+
     // ---- episodes (`episodes`) ----
 
     /// `mnem_put_episodes`: create or update every episode of the batch atomically; returns
     /// the ids in input order.
-    pub fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+    /// Lines with `embed` get their vector from the registered embedder first, outside the
+    /// writers' lock; an embedder failure writes nothing.
+    pub fn put_episodes(&self, ns: &Namespace, mut inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+        let wanted: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].embed).collect();
+        if let Some(&first) = wanted.first() {
+            self.engine.store.check_writable()?;
+            let Some(p) = self.embedder() else {
+                return Err(Error::invalid(format!(
+                    "line {}: `embed` is true but no embedder is registered on the store",
+                    first + 1
+                )));
+            };
+            let mut texts = Vec::with_capacity(wanted.len());
+            let mut with_text = Vec::with_capacity(wanted.len());
+            for &i in &wanted {
+                let e = &mut inputs[i];
+                if e.embedding.is_some() {
+                    return Err(Error::invalid(format!("line {}: give `embedding` or `embed`, not both", i + 1)));
+                }
+                e.embed = false;
+                // Blank text has no vector (`embed::needs_vector`): such a line is stored
+                // without one, so callers need not apply the rule themselves.
+                let text = crate::embed::episode_text(&e.primary, &e.secondary, &e.context);
+                if needs_vector(&text) {
+                    texts.push(text);
+                    with_text.push(i);
+                }
+            }
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = crate::embed::run(&*p, &refs)?;
+            for (i, v) in with_text.into_iter().zip(vectors) {
+                inputs[i].embedding = Some(v);
+            }
+        }
         self.engine.put_episodes(ns, inputs)
     }
 
@@ -176,13 +264,19 @@ impl Mnem {
 
     // ---- hybrid retrieval (`hybrid`) ----
 
-    /// Hybrid search with the query vector (if any) in `q.vector`.
+    /// Hybrid search with the query vector in `q.vector`; without one, the registered
+    /// embedder (if any) embeds the text when the search can use a vector (see
+    /// `hybrid_search_with`); with neither, the lexical channel alone ranks.
     pub fn hybrid_search(&self, ns: &Namespace, q: &HybridQuery) -> Result<Vec<HybridSearchResult>> {
-        self.engine.hybrid_search(ns, q)
+        match self.embedder() {
+            Some(p) if q.vector.is_none() => self.engine.hybrid_search_with(ns, q, &*p),
+            _ => self.engine.hybrid_search(ns, q),
+        }
     }
 
-    /// Hybrid search that asks `provider` for the query vector, only when it is needed: never
-    /// for a zero limit, blank text or a zero semantic weight.
+    /// Hybrid search that asks `provider` for the query vector, only when it is needed
+    /// (`HybridQuery::wants_vector`): never for a zero limit, blank text (`embed::needs_vector`)
+    /// or a zero semantic weight.
     pub fn hybrid_search_with(
         &self,
         ns: &Namespace,

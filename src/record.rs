@@ -52,6 +52,9 @@ pub struct EpisodeInput {
     pub expiry: Expiry,
     pub content: Option<String>,
     pub embedding: Option<Vec<f32>>,
+    /// Ask the store's embedder for `embedding`, from `crate::embed::episode_text`, before the
+    /// write (`Mnem::put_episodes`); not stored.
+    pub embed: bool,
 }
 
 impl Default for EpisodeInput {
@@ -71,6 +74,7 @@ impl Default for EpisodeInput {
             expiry: Expiry::Never,
             content: None,
             embedding: None,
+            embed: false,
         }
     }
 }

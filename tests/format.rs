@@ -687,6 +687,7 @@ fn write_fixture_contents(m: &Mnem) {
         expiry: Expiry::At(4_102_444_800_000),
         content: Some(r#"{"any":["json",1.50]}"#.into()),
         embedding: Some(vec![1.0, 0.0, 0.5]),
+        embed: false,
     };
     let plain =
         |n: u8, text: &str| EpisodeInput { id: Some(fixture_id(n)), primary: text.into(), ..EpisodeInput::default() };

@@ -12,6 +12,7 @@ use mnem::{Namespace, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 const APP: &str = "app";
 const USER: &str = "user";
@@ -153,8 +154,10 @@ fn required(f: &Func) -> BTreeSet<&'static str> {
     if !f.is_fault_hook() {
         need.insert("OK");
     }
-    // `mnem_stats` reads in-memory counters only: it never reaches the storage.
-    if (f.takes_store() || f.name == "mnem_open") && !f.is_fault_hook() && f.name != "mnem_stats" {
+    // `mnem_stats` reads in-memory counters only, `mnem_set_embedder` sets the handle's
+    // embedder: they never reach the storage.
+    let no_storage = ["mnem_stats", "mnem_set_embedder"];
+    if (f.takes_store() || f.name == "mnem_open") && !f.is_fault_hook() && !no_storage.contains(&f.name.as_str()) {
         need.extend(storage_statuses());
         need.insert("CORRUPTION");
     }
@@ -240,6 +243,24 @@ struct Call {
     null_out_len: bool,
 }
 
+/// Whether `mnem_hybrid_search_with` is driven with `failing_embedder` (else with none).
+static FAIL_EMBEDDER: AtomicBool = AtomicBool::new(false);
+
+/// An embedder that always fails: `mnem_hybrid_search_with` must report it.
+unsafe extern "C" fn failing_embedder(
+    _: *mut std::ffi::c_void,
+    _: mnem_str,
+    _: *mut f32,
+    _: usize,
+    _: *mut usize,
+    err: *mut mnem_error,
+) -> i32 {
+    let msg = b"no model\0";
+    // SAFETY: mnem passes a writable `mnem_error`.
+    unsafe { std::ptr::copy_nonoverlapping(msg.as_ptr().cast(), (*err).message.as_mut_ptr(), msg.len()) };
+    1
+}
+
 /// Call `name` and check the rules every call keeps: `err.code` is the status, and a
 /// failed call leaves `*out_len` (unless BUFFER_TOO_SMALL) and counters at 0.
 fn call(name: &str, c: &Call) -> Status {
@@ -263,6 +284,12 @@ fn call(name: &str, c: &Call) -> Status {
         "mnem_lexical_page" => mnem_lexical_page(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
         "mnem_substring_search" => mnem_substring_search(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
         "mnem_hybrid_search" => mnem_hybrid_search(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
+        "mnem_hybrid_search_with" => {
+            let embed = if FAIL_EMBEDDER.load(Ordering::SeqCst) { Some(failing_embedder as _) } else { None };
+            mnem_hybrid_search_with(store, a[0], a[1], a[2], embed, null_mut(), out, c.cap, out_len, &mut err)
+        }
+        "mnem_recall" => mnem_recall(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
+        "mnem_set_embedder" => mnem_set_embedder(store, None, null_mut(), &mut err),
         "mnem_stats" => mnem_stats(store, out, c.cap, out_len, &mut err),
         "mnem_forget_namespace" => mnem_forget_namespace(store, a[0], a[1], &mut err),
         "mnem_compact" => mnem_compact(store, &mut err),
@@ -460,6 +487,11 @@ fn every_status_a_function_returns_is_documented() {
         }
         run(base(read_only, good.clone()));
         run(base(damaged, good.clone()));
+        if f.name == "mnem_hybrid_search_with" {
+            FAIL_EMBEDDER.store(true, Ordering::SeqCst);
+            run(base(healthy, good.clone()));
+            FAIL_EMBEDDER.store(false, Ordering::SeqCst);
+        }
     }
     for h in [healthy, read_only, damaged] {
         mnem_free(h);
@@ -484,6 +516,7 @@ fn every_status_a_function_returns_is_documented() {
             "mnem_import",
             "mnem_list_namespaces",
             "mnem_check",
+            "mnem_set_embedder",
         ];
         if !no_record_reads.contains(&f.name.as_str()) {
             want.insert("CORRUPTION");
@@ -493,6 +526,9 @@ fn every_status_a_function_returns_is_documented() {
         }
         if f.has_output_buffer() {
             want.insert("BUFFER_TOO_SMALL");
+        }
+        if f.name == "mnem_hybrid_search_with" {
+            want.insert("EMBEDDER_FAILED");
         }
         assert!(got.is_superset(&want), "{}: observed {got:?}, expected at least {want:?}", f.name);
     }

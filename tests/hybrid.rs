@@ -2,8 +2,8 @@
 //! test-side computation, the weight and bypass rules, and vector persistence.
 
 use mnem::{EmbeddingProvider, EpisodeInput, HybridQuery, KeywordQuery, Mnem, Namespace, OpenOptions, Status};
-use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use uuid::Uuid;
 mod common;
 use common::Rng;
@@ -270,26 +270,26 @@ fn lexical_weight_becomes_one_when_no_vector_is_live() {
 
 #[test]
 fn zero_limit_and_blank_text_return_nothing_and_never_embed() {
-    struct Counting(Cell<usize>);
+    struct Counting(AtomicUsize);
     impl EmbeddingProvider for Counting {
         fn embed(&self, _text: &str) -> mnem::Result<Vec<f32>> {
-            self.0.set(self.0.get() + 1);
+            self.0.fetch_add(1, Ordering::SeqCst);
             Ok(vec![1.0; 8])
         }
     }
     let m = mem();
     let ns = Namespace::new("a", "u");
     small(&m, &ns);
-    let p = Counting(Cell::new(0));
+    let p = Counting(AtomicUsize::new(0));
     for q in [HybridQuery { limit: 0, ..HybridQuery::new("tea") }, HybridQuery::new(""), HybridQuery::new(" \t\n")] {
         assert!(m.hybrid_search_with(&ns, &q, &p).unwrap().is_empty());
         assert!(m.hybrid_search(&ns, &q).unwrap().is_empty());
     }
-    assert_eq!(p.0.get(), 0);
+    assert_eq!(p.0.load(Ordering::SeqCst), 0);
     m.hybrid_search_with(&ns, &HybridQuery { semantic_weight: 0.0, ..HybridQuery::new("tea") }, &p).unwrap();
-    assert_eq!(p.0.get(), 0, "a zero-weight semantic channel needs no vector");
+    assert_eq!(p.0.load(Ordering::SeqCst), 0, "a zero-weight semantic channel needs no vector");
     let got = m.hybrid_search_with(&ns, &HybridQuery::new("tea"), &p).unwrap();
-    assert_eq!(p.0.get(), 1);
+    assert_eq!(p.0.load(Ordering::SeqCst), 1);
     assert!(got.iter().any(|r| r.semantic_score > 0.0));
 }
 

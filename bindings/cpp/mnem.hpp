@@ -37,7 +37,11 @@ extern "C" {
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -90,6 +94,9 @@ class Embedder {
   virtual ~Embedder() = default;
   virtual std::vector<float> embed(std::string_view text) = 0;
 };
+
+/// A text-to-vector function: what mnem_set_embedder and mnem_hybrid_search_with call.
+using EmbedFunction = std::function<std::vector<float>(std::string_view)>;
 
 /// Options of Store::hybrid_search_text besides the text.
 struct HybridOptions {
@@ -150,54 +157,24 @@ inline std::string uuid_string(const uint8_t* b) {
   return s;
 }
 
-/// Decodes one UTF-8 code point at s[i]; returns false on invalid UTF-8.
-inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& cp) {
-  auto u = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = u(i);
-  std::size_t n;
-  if (c < 0x80) {
-    cp = c;
-    n = 1;
-  } else if (c >= 0xC2 && c <= 0xDF) {
-    cp = c & 0x1F;
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    cp = c & 0x0F;
-    n = 3;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    cp = c & 0x07;
-    n = 4;
-  } else {
-    return false;
+/// The mnem_embed_fn of an EmbedFunction (`user_data` points at it). An exception becomes
+/// MNEM_STATUS_EMBEDDER_FAILED with its what(), never an unwind into C. The vector of a
+/// too-small buffer is computed again on the retry (models are deterministic).
+inline int32_t embed_trampoline(void* user_data, mnem_str text, float* out, std::size_t out_cap,
+                                std::size_t* out_len, mnem_error* err) noexcept {
+  try {
+    const auto& f = *static_cast<const EmbedFunction*>(user_data);
+    std::vector<float> v = f(std::string_view(reinterpret_cast<const char*>(text.ptr), text.len));
+    *out_len = v.size();
+    if (v.size() > out_cap) return MNEM_STATUS_BUFFER_TOO_SMALL;
+    if (!v.empty()) std::memcpy(out, v.data(), v.size() * sizeof(float));
+    return MNEM_STATUS_OK;
+  } catch (const std::exception& e) {
+    std::snprintf(err->message, MNEM_ERROR_MESSAGE_CAP, "%s", e.what());
+  } catch (...) {
+    std::snprintf(err->message, MNEM_ERROR_MESSAGE_CAP, "%s", "unknown exception");
   }
-  if (i + n > s.size()) return false;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((u(i + k) & 0xC0) != 0x80) return false;
-    cp = (cp << 6) | (u(i + k) & 0x3F);
-  }
-  static const char32_t min_for_len[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min_for_len[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-  i += n;
-  return true;
-}
-
-/// Unicode White_Space (what Rust's str::trim removes): hybrid search's blank-text rule.
-inline bool is_white_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
-}
-
-enum class TextKind { blank, text, invalid_utf8 };
-
-inline TextKind classify(std::string_view s) {
-  bool blank = true;
-  for (std::size_t i = 0; i < s.size();) {
-    char32_t cp;
-    if (!next_code_point(s, i, cp)) return TextKind::invalid_utf8;
-    if (!is_white_space(cp)) blank = false;
-  }
-  return blank ? TextKind::blank : TextKind::text;
+  return MNEM_STATUS_EMBEDDER_FAILED;
 }
 
 /// The first size of put_episodes' ids buffer: 16 bytes per line, blank or not, never
@@ -636,7 +613,7 @@ inline void from_json(const nlohmann::json& j, CheckProblem& p) {
   p.status = MNEM_STATUS_INTERNAL;
   for (mnem_status s : {MNEM_STATUS_INVALID_ARGUMENT, MNEM_STATUS_BUFFER_TOO_SMALL, MNEM_STATUS_NOT_FOUND,
                         MNEM_STATUS_BUSY, MNEM_STATUS_READ_ONLY, MNEM_STATUS_IO, MNEM_STATUS_CORRUPTION,
-                        MNEM_STATUS_INCOMPATIBLE, MNEM_STATUS_INTERNAL})
+                        MNEM_STATUS_INCOMPATIBLE, MNEM_STATUS_EMBEDDER_FAILED, MNEM_STATUS_INTERNAL})
     if (p.status_name == mnem_status_name(s)) p.status = s;
 }
 
@@ -729,11 +706,14 @@ class Store {
 
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
-  Store(Store&& other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+  // The registered embedders move with the handle (their addresses do not change).
+  Store(Store&& other) noexcept
+      : h_(std::exchange(other.h_, nullptr)), embedders_(std::move(other.embedders_)) {}
   Store& operator=(Store&& other) noexcept {
     if (this != &other) {
       close();
       h_ = std::exchange(other.h_, nullptr);
+      embedders_ = std::move(other.embedders_);
     }
     return *this;
   }
@@ -843,8 +823,32 @@ class Store {
     return query("hybrid_search", mnem_hybrid_search, app, user, query_json);
   }
 
-  /// Embeds `text` with `embedder` and runs hybrid_search. The embedder is not
-  /// called when no vector can matter: limit 0, blank text, semantic weight 0.
+  /// Registers `embed` as the store's embedder (`mnem_set_embedder`; an empty function
+  /// removes it): episodes with "embed": true, ADK events and hybrid_search/recall queries
+  /// without a vector then get their vectors from it. It is called from the threads that
+  /// call the store, concurrently; its exceptions become mnem::Error EMBEDDER_FAILED.
+  void set_embedder(EmbedFunction embed) {
+    static const char* op = "set_embedder";
+    mnem_store* h = handle(op);
+    std::lock_guard<std::mutex> lock(embedders_mu_);
+    mnem_error err{};
+    if (!embed) {
+      detail::check(op, mnem_set_embedder(h, nullptr, nullptr, &err), err);
+      return;
+    }
+    // Kept as long as the store: a call in flight may still use a replaced one.
+    embedders_.push_back(std::make_unique<EmbedFunction>(std::move(embed)));
+    detail::check(op, mnem_set_embedder(h, detail::embed_trampoline, embedders_.back().get(), &err), err);
+  }
+
+  /// ADK search_memory with semantic recall (`mnem_recall`): {"memories":[...]} as JSON.
+  std::string recall(std::string_view app, std::string_view user, std::string_view query_json) const {
+    return query("recall", mnem_recall, app, user, query_json);
+  }
+
+  /// Hybrid search with `embedder` for this call (`mnem_hybrid_search_with`): the library
+  /// calls it only when the search can use a vector (not for limit 0, blank text or
+  /// semantic weight 0).
   std::string hybrid_search_text(std::string_view app, std::string_view user, std::string_view text,
                                  Embedder& embedder, const HybridOptions& opts = {}) const {
     static const char* op = "hybrid_search";
@@ -871,22 +875,13 @@ class Store {
       q += ",\"tag\":";
       detail::append_json_string(q, *opts.tag);
     }
-    // Invalid UTF-8 goes to the library unembedded, which rejects it.
-    bool wants_vector = !(opts.limit && *opts.limit == 0) && detail::classify(text) == detail::TextKind::text &&
-                        !(opts.semantic_weight && *opts.semantic_weight == 0.0);
-    if (wants_vector) {
-      std::vector<float> v = embedder.embed(text);
-      if (!v.empty()) {
-        q += ",\"vector\":[";
-        for (std::size_t i = 0; i < v.size(); ++i) {
-          if (i) q += ',';
-          detail::append_number(q, v[i], op);
-        }
-        q += ']';
-      }
-    }
     q += '}';
-    return hybrid_search(app, user, q);
+    EmbedFunction f = [&embedder](std::string_view t) { return embedder.embed(t); };
+    mnem_store* h = handle(op);
+    return detail::read(op, [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
+      return mnem_hybrid_search_with(h, detail::view(app), detail::view(user), detail::view(q),
+                                     detail::embed_trampoline, &f, out, cap, len, err);
+    });
   }
 
   // ---- Store management ----
@@ -1145,6 +1140,8 @@ class Store {
   }
 
   mnem_store* h_ = nullptr;
+  std::mutex embedders_mu_;
+  std::vector<std::unique_ptr<EmbedFunction>> embedders_;
 };
 
 }  // namespace mnem

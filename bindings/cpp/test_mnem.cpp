@@ -3,6 +3,7 @@
 #include "mnem.hpp"
 
 #include <atomic>
+#include <stdexcept>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -121,6 +122,7 @@ void test_status_table() {
       {MNEM_STATUS_IO, 6, "IO"},
       {MNEM_STATUS_CORRUPTION, 7, "CORRUPTION"},
       {MNEM_STATUS_INCOMPATIBLE, 8, "INCOMPATIBLE"},
+      {MNEM_STATUS_EMBEDDER_FAILED, 9, "EMBEDDER_FAILED"},
       {MNEM_STATUS_INTERNAL, 100, "INTERNAL"},
   };
   static_assert(sizeof(mnem_status) == 4, "mnem_status is 32 bits");
@@ -277,7 +279,33 @@ void test_hybrid() {
   o.semantic_weight.reset();
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "apple", wrong_dim, o));
   CountingEmbedder nan_vec({NAN, 0.0f, 0.0f});
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "apple", nan_vec, o));
+  CHECK_THROWS(MNEM_STATUS_EMBEDDER_FAILED, s.hybrid_search_text(A, U, "apple", nan_vec, o));
+
+  // A registered embedder: the answer equals the explicit vector's (differential).
+  mnem::Store e(":memory:");
+  e.set_embedder([](std::string_view t) {
+    std::vector<float> v(3, 0.0f);
+    for (char c : t) v[static_cast<unsigned char>(c) % 3] += 1.0f;
+    return v;
+  });
+  e.put_episodes(A, U, "{\"primary\":\"apple\",\"embed\":true}\n{\"primary\":\"kiwi\",\"embed\":true}");
+  std::vector<float> v(3, 0.0f);
+  for (char c : std::string("pear")) v[static_cast<unsigned char>(c) % 3] += 1.0f;
+  std::string explicit_q = "{\"text\":\"pear\",\"vector\":[" + std::to_string(v[0]) + "," + std::to_string(v[1]) +
+                           "," + std::to_string(v[2]) + "]}";
+  std::string with = e.hybrid_search(A, U, R"({"text":"pear"})");
+  CHECK(with == e.hybrid_search(A, U, explicit_q));
+  CHECK(count(with, "\"record\"") == 2);
+  e.set_embedder([](std::string_view) -> std::vector<float> { throw std::runtime_error("model offline"); });
+  try {
+    e.put_episodes(A, U, "{\"primary\":\"fig\",\"embed\":true}");
+    CHECK(false && "a failing embedder wrote");
+  } catch (const mnem::Error& err) {
+    CHECK(err.status() == MNEM_STATUS_EMBEDDER_FAILED && err.message() == "the embedder failed: model offline");
+  }
+  CHECK(count(e.keyword_search(A, U, R"({"text":"fig"})"), "\"record\"") == 0);
+  e.set_embedder(nullptr);
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, e.put_episodes(A, U, "{\"primary\":\"fig\",\"embed\":true}"));
 }
 
 void test_buffer_growth() {

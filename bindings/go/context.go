@@ -120,18 +120,18 @@ func (s *Store) HybridSearchContext(ctx context.Context, app, user string, q Hyb
 	return readContext(ctx, func() ([]HybridResult, error) { return s.HybridSearch(app, user, q) })
 }
 
-// HybridSearchTextContext is HybridSearchText; ctx is checked before the embedder is called
-// and again before the search, which returns ctx.Err() when ctx ends first. The embedder
+// HybridSearchTextContext is HybridSearchText; ctx is checked before the call and after it,
+// which returns ctx.Err() when ctx ended meanwhile. The embedder
 // itself is not given ctx: an Embedder that can be cancelled should be built with it.
 func (s *Store) HybridSearchTextContext(ctx context.Context, app, user string, q HybridQuery, e Embedder) ([]HybridResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	q, err := embedQuery(q, e)
-	if err != nil {
-		return nil, err
+	res, err := s.HybridSearchText(app, user, q, e)
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
 	}
-	return s.HybridSearchContext(ctx, app, user, q)
+	return res, err
 }
 
 // StatsContext is Stats; it returns ctx.Err() when ctx ends first.

@@ -19,6 +19,7 @@ const (
 	StatusIO              Status = 6
 	StatusCorruption      Status = 7
 	StatusIncompatible    Status = 8
+	StatusEmbedderFailed  Status = 9
 	StatusInternal        Status = 100
 )
 
@@ -32,6 +33,7 @@ var (
 	ErrIO              error = StatusIO
 	ErrCorruption      error = StatusCorruption
 	ErrIncompatible    error = StatusIncompatible
+	ErrEmbedderFailed  error = StatusEmbedderFailed
 	ErrInternal        error = StatusInternal
 
 	// ErrClosed is returned by every method of a Store after Close.
@@ -59,6 +61,8 @@ func (s Status) String() string {
 		return "CORRUPTION"
 	case StatusIncompatible:
 		return "INCOMPATIBLE"
+	case StatusEmbedderFailed:
+		return "EMBEDDER_FAILED"
 	case StatusInternal:
 		return "INTERNAL"
 	}

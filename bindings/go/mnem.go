@@ -82,6 +82,8 @@ type Store struct {
 	// never runs while another call on the handle is in flight.
 	mu sync.RWMutex
 	h  *C.mnem_store
+	// embedders are the ones SetEmbedder registered, freed by Close.
+	embedders embedders
 }
 
 // Open opens the store at path (a directory, or ":memory:" for an in-process store).
@@ -115,6 +117,7 @@ func (s *Store) Close() error {
 	}
 	C.mnem_free(s.h)
 	s.h = nil
+	s.embedders.free()
 	runtime.SetFinalizer(s, nil)
 	return nil
 }

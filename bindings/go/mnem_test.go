@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -117,7 +118,7 @@ func TestVersionAndStatusNames(t *testing.T) {
 		t.Fatal("empty version")
 	}
 	for _, st := range []Status{StatusOK, StatusInvalidArgument, StatusBufferTooSmall, StatusNotFound,
-		StatusBusy, StatusReadOnly, StatusIO, StatusCorruption, StatusIncompatible, StatusInternal} {
+		StatusBusy, StatusReadOnly, StatusIO, StatusCorruption, StatusIncompatible, StatusEmbedderFailed, StatusInternal} {
 		if got := StatusName(st); got != st.String() {
 			t.Errorf("mnem_status_name(%d) = %q, binding says %q", st, got, st.String())
 		}
@@ -137,8 +138,8 @@ func TestVersionAndStatusNames(t *testing.T) {
 			known++
 		}
 	}
-	if known != 10 {
-		t.Errorf("%d known statuses, want 10 (codes 0-8 and 100)", known)
+	if known != 11 {
+		t.Errorf("%d known statuses, want 11 (codes 0-9 and 100)", known)
 	}
 	err := error(&Error{Op: "x", Status: StatusBusy, Message: "m"})
 	if !errors.Is(err, ErrBusy) || errors.Is(err, ErrNotFound) {
@@ -261,8 +262,41 @@ func TestHybrid(t *testing.T) {
 	}
 	boom := errors.New("model offline")
 	_, err = s.HybridSearchText(app, user, HybridQuery{Text: "apple", Limit: 3}, &countingEmbedder{err: boom})
-	if !errors.Is(err, boom) {
-		t.Fatalf("embedder error not wrapped: %v", err)
+	wantStatus(t, err, StatusEmbedderFailed, "a failing embedder")
+	if !errors.Is(err, ErrEmbedderFailed) || !strings.Contains(err.Error(), "the embedder failed: "+boom.Error()) {
+		t.Fatalf("embedder error: %v", err)
+	}
+	// A registered embedder: the answer equals the explicit vector's (differential).
+	hash := EmbedderFunc(func(t string) ([]float32, error) {
+		v := []float32{0, 0, 0}
+		for _, c := range []byte(t) {
+			v[int(c)%3]++
+		}
+		return v, nil
+	})
+	e := memStore(t)
+	if _, err := e.PutEpisodes(app, user, []EpisodeInput{{Primary: "apple", Embed: true}, {Primary: "kiwi", Embed: true}}); err == nil {
+		t.Fatal("embed without an embedder was accepted")
+	}
+	if err := e.SetEmbedder(hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.PutEpisodes(app, user, []EpisodeInput{{Primary: "apple", Embed: true}, {Primary: "kiwi", Embed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	vec, _ := hash("pear")
+	with, err1 := e.HybridSearch(app, user, HybridQuery{Text: "pear"})
+	explicit, err2 := e.HybridSearch(app, user, HybridQuery{Text: "pear", Vector: vec})
+	if err1 != nil || err2 != nil || len(with) != 2 || !reflect.DeepEqual(with, explicit) {
+		t.Fatalf("registered %+v %v, explicit %+v %v", with, err1, explicit, err2)
+	}
+	if err := e.SetEmbedder(&countingEmbedder{err: boom}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.PutEpisodes(app, user, []EpisodeInput{{Primary: "fig", Embed: true}})
+	wantStatus(t, err, StatusEmbedderFailed, "a failing registered embedder")
+	if hits, _ := e.KeywordSearch(app, user, KeywordQuery{Text: "fig"}); len(hits) != 0 {
+		t.Fatalf("a failed write wrote: %+v", hits)
 	}
 	var fn Embedder = EmbedderFunc(func(string) ([]float32, error) { return []float32{1, 0}, nil })
 	_, err = s.HybridSearchText(app, user, HybridQuery{Text: "apple", Limit: 3}, fn)

@@ -41,6 +41,8 @@ type EpisodeInput struct {
 	TTLMs       int64           `json:"ttl_ms,omitempty"` // instead of ExpiresAtMs
 	Content     json.RawMessage `json:"content,omitempty"`
 	Embedding   []float32       `json:"embedding,omitempty"`
+	// Embed asks the store's embedder (SetEmbedder) for Embedding, from the text.
+	Embed bool `json:"embed,omitempty"`
 }
 
 // MemoryEntry is ADK's MemoryEntry as returned by Search.

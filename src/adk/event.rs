@@ -26,6 +26,8 @@ pub struct AdkEvent {
     pub text: String,
     /// Every other field of the event, as a JSON object (kept, never searched).
     pub rest: String,
+    /// The vector of `text`, when the store has an embedder (set before the write's lock).
+    pub embedding: Option<Vec<f32>>,
 }
 
 /// What `mnem_add_events` reads from its `custom_metadata` (other keys are ignored).

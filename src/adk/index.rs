@@ -220,7 +220,7 @@ pub(crate) fn may_be_in_a_token(c: char) -> bool {
 /// The text ADK searches in an episode: the text parts of its content. Content that is not
 /// an ADK `Content` (a caller's own `memory` episode) has none.
 fn indexed_text(e: &Episode) -> String {
-    e.content.as_deref().and_then(|c| crate::wire::adk::content_text(c).ok().flatten()).unwrap_or_default()
+    e.content.as_deref().and_then(|c| crate::wire::content::content_text(c).ok().flatten()).unwrap_or_default()
 }
 
 /// Stage the ADK index changes of `staged` into `batch`. Each episode's old keys (its `DOC`

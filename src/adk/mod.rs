@@ -10,6 +10,7 @@
 
 pub mod event;
 pub mod index;
+mod recall;
 mod search;
 pub(crate) mod state;
 pub mod tables;
@@ -26,6 +27,7 @@ use crate::txn::{WriteTxn, Writers};
 pub use event::EventOptions;
 use event::{line_context, AdkEvent, Memory};
 use index::{Entry, Place, MEMORY_BUCKET};
+pub use recall::{RecallQuery, LEGACY_RECALL_TYPE, MAX_RECALL_LIMIT};
 use state::{AdkChanges, AdkState, Bucket};
 use std::collections::HashSet;
 use uuid::Uuid;
@@ -49,6 +51,7 @@ fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeI
         timestamp: Some(ev.timestamp),
         expiry: opts.ttl_ms.map_or(Expiry::Never, Expiry::Ttl),
         content: Some(ev.content.clone()),
+        embedding: ev.embedding.clone(),
         ..EpisodeInput::default()
     }
 }
@@ -56,6 +59,9 @@ fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeI
 /// One ADK write in progress: a write transaction with the `adk` keys it stages.
 struct AdkWrite<'w> {
     txn: WriteTxn<'w>,
+    /// The namespace's vector dimension, and whether an appended event set or used it.
+    dim: Option<u32>,
+    vectors: bool,
 }
 
 impl AdkWrite<'_> {
@@ -89,6 +95,19 @@ impl AdkWrite<'_> {
     /// Stage a new event episode (line `line` of the batch) at `(bucket, seq)`.
     fn append(&mut self, line: usize, input: EpisodeInput, bucket: u32, seq: u64) -> Result<Uuid> {
         let event_id = input.event_id.clone().unwrap_or_default();
+        if let Some(v) = &input.embedding {
+            let d = v.len() as u32;
+            match self.dim {
+                Some(expected) if expected != d => {
+                    return Err(Error::invalid(format!(
+                        "{}: event {event_id:?}: the embedder's vector has {d} dimensions; this namespace's vectors have {expected}",
+                        line_context(line)
+                    )))
+                }
+                _ => self.dim = Some(d),
+            }
+            self.vectors = true;
+        }
         let now = self.txn.now;
         let id = self
             .txn
@@ -106,11 +125,26 @@ impl AdkWrite<'_> {
 }
 
 impl Engine {
+    /// Begin an ADK write to `ns`.
+    fn adk_write<'w>(&self, writers: &'w Writers<'_>, ns: &Namespace) -> Result<AdkWrite<'w>> {
+        let txn = writers.begin(ns);
+        let dim = self.vectors.dimension(&self.store, txn.snapshot(), ns)?;
+        Ok(AdkWrite { txn, dim, vectors: false })
+    }
+
+    /// Commit an ADK write, with the namespace's vector dimension when an event has a vector.
+    fn adk_commit(&self, mut w: AdkWrite<'_>, ns: &Namespace) -> Result<()> {
+        if w.vectors {
+            self.vectors.stage_dimension(&mut w.txn.batch, ns, w.dim);
+        }
+        w.commit()
+    }
+
     /// `Mnem::add_session` (the public documentation is there).
     pub(crate) fn add_session(&self, ns: &Namespace, session_id: &str, events: &[(usize, AdkEvent)]) -> Result<u64> {
         self.store.check_writable()?;
         let writers = Writers::lock(self)?;
-        let mut w = AdkWrite { txn: writers.begin(ns) };
+        let mut w = self.adk_write(&writers, ns)?;
         let mut kept = Vec::with_capacity(events.len());
         w.txn.episodes.prefetch_tombstones(events.iter().map(|(_, ev)| ev.id.as_str()))?;
         for (line, ev) in events {
@@ -150,7 +184,7 @@ impl Engine {
             w.append(line, input, bucket.position, seq)?;
         }
         w.changes().put_bucket(session_id, bucket);
-        w.commit()?;
+        self.adk_commit(w, ns)?;
         Ok(total)
     }
 
@@ -165,7 +199,7 @@ impl Engine {
         self.store.check_writable()?;
         let session_id = if session_id.is_empty() { UNKNOWN_SESSION_ID } else { session_id };
         let writers = Writers::lock(self)?;
-        let mut w = AdkWrite { txn: writers.begin(ns) };
+        let mut w = self.adk_write(&writers, ns)?;
         let mut bucket = w.bucket(session_id)?;
         let now = w.txn.now;
         let mut seen: HashSet<String> =
@@ -183,7 +217,7 @@ impl Engine {
             added += 1;
         }
         w.changes().put_bucket(session_id, bucket);
-        w.commit()?;
+        self.adk_commit(w, ns)?;
         Ok(added)
     }
 
@@ -194,7 +228,7 @@ impl Engine {
             return Ok(0);
         }
         let writers = Writers::lock(self)?;
-        let mut w = AdkWrite { txn: writers.begin(ns) };
+        let mut w = self.adk_write(&writers, ns)?;
         let targets = index::memory_id_entries(&self.store, w.txn.snapshot(), w.txn.prefix(), memory_id)?;
         w.txn.episodes.prefetch(targets.iter().map(|t| t.0))?;
         for (id, place) in &targets {

@@ -12,6 +12,8 @@
 
 mod admin;
 pub use admin::*;
+mod embed;
+pub use embed::*;
 #[cfg(feature = "fault-injection")]
 mod fault;
 pub mod sys;
@@ -499,8 +501,12 @@ fn copy_ids(out_ids: *mut u8, ids: &[uuid::Uuid]) {
 /// stores them (no tags, no expiry), whatever `mnem_add_events` stored for the same ids
 /// before. A bucket that already exists keeps its place in the tie order of `mnem_search`.
 /// `*out_stored` (may be NULL) receives the number of events the bucket now holds.
+/// With an embedder registered (`mnem_set_embedder`), each event with text is stored with the
+/// vector of its searchable text, in the same batch (an event stored before with the same
+/// text keeps its vector, without a call).
 /// Returns OK; INVALID_ARGUMENT (NULL store, invalid UTF-8, a line that is not a JSON object,
-/// named by its number, an event over 64 MiB stored: nothing is stored); READ_ONLY; BUSY;
+/// named by its number, an event over 64 MiB stored, a vector of another dimension than the
+/// namespace's: nothing is stored); EMBEDDER_FAILED (nothing is stored); READ_ONLY; BUSY;
 /// IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_add_session(
@@ -528,9 +534,11 @@ pub extern "C" fn mnem_add_session(
 /// batch, or removed by `mnem_delete_memory` is skipped: first write wins.
 /// `custom_metadata_json`: empty or a JSON object; mnem reads `ttl_ms` (integer > 0: the
 /// events expire), `tags` (array of strings) and `episode_type` (string, default "event")
-/// and ignores other keys. `*out_added` (may be NULL) receives the number appended.
+/// and ignores other keys. `*out_added` (may be NULL) receives the number appended. With an
+/// embedder registered, the appended events are stored with their vectors, as in
+/// `mnem_add_session`.
 /// Returns OK; INVALID_ARGUMENT (as for `mnem_add_session`, or a mistyped known metadata key);
-/// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
+/// EMBEDDER_FAILED; READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_add_events(
     store: *mut mnem_store,
@@ -612,7 +620,9 @@ pub extern "C" fn mnem_search(
 /// `primary`, `secondary`, `context` (the searchable text), `metadata` (object),
 /// `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
 /// `content` (any JSON), `embedding` (array of 1 to 16,384 numbers: the namespace's first
-/// vector fixes the dimension). An existing id becomes a new revision; a deleted id cannot be reused.
+/// vector fixes the dimension) or `embed` (true: the store's embedder, `mnem_set_embedder`,
+/// embeds the episode's non-blank primary, secondary and context texts joined by "\n",
+/// before the write takes the writers' lock; all three blank: no vector). An existing id becomes a new revision; a deleted id cannot be reused.
 /// An episode of type "memory" is an ADK memory, reported by `mnem_search` under its
 /// `event_id` (else its UUID): a line whose memory id was removed by `mnem_delete_memory`
 /// is refused (INVALID_ARGUMENT naming the line, nothing written), so a deleted memory
@@ -623,9 +633,10 @@ pub extern "C" fn mnem_search(
 /// An episode may take at most 64 MiB stored (the lexical page's largest byte budget, so
 /// that paging always progresses).
 /// Returns OK; INVALID_ARGUMENT (unknown key, bad value, dimension mismatch, deleted id,
-/// an episode over 64 MiB, `out_ids_cap` < 16 × lines: the message names the line and
-/// field, nothing is written);
-/// READ_ONLY; BUSY; IO; CORRUPTION; INTERNAL.
+/// an episode over 64 MiB, `out_ids_cap` < 16 × lines, `embed` with `embedding` or
+/// without a registered embedder: the message names the line and field, nothing
+/// is written); EMBEDDER_FAILED (nothing is written); READ_ONLY; BUSY; IO; CORRUPTION;
+/// INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_put_episodes(
     store: *mut mnem_store,
@@ -856,12 +867,16 @@ pub extern "C" fn mnem_substring_search(
 /// is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
 /// default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a
 /// zero-weight channel takes no part; without `vector`, or without a live vector in the
-/// namespace (all deleted or expired counts as none), the lexical weight is 1. Each channel contributes `w / (60 + rank)` (rank from 1), summed
-/// in f64, ties by ascending UUID. Limit 0 or blank text returns no results. Writes
+/// namespace (all deleted or expired counts as none), the lexical weight is 1. Without `vector`
+/// and with an embedder registered (`mnem_set_embedder`), the embedder embeds `text` when the
+/// search can use a vector (text not blank, limit and `semantic_weight` not 0); its failure
+/// is EMBEDDER_FAILED. Each channel contributes `w / (60 + rank)` (rank from 1), summed
+/// in f64, ties by ascending UUID. Limit 0 or blank text (empty or only Unicode White_Space)
+/// returns no results. Writes
 /// `{"results":[{"record","score","keyword_score","semantic_score"}...]}` where the last two
 /// are the rank contributions, not raw BM25 or similarity.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (weight, vector dimension, unknown key...);
-/// BUSY; IO; CORRUPTION; INTERNAL.
+/// EMBEDDER_FAILED; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_hybrid_search(
     store: *const mnem_store,
@@ -873,7 +888,9 @@ pub extern "C" fn mnem_hybrid_search(
     out_len: *mut usize,
     err: *mut mnem_error,
 ) -> Status {
-    let call = Call::new("mnem_hybrid_search").str(app).str(user).str(query_json);
+    // An embedder registered since changes what the same query answers.
+    let changes = store_ref(store).map_or(0, |s| s.mnem.embedder_changes());
+    let call = Call::new("mnem_hybrid_search").str(app).str(user).str(query_json).num(changes);
     read_call(store, call, out, out_cap, out_len, err, |m| {
         let ns = namespace(app, user)?;
         let q = HybridQuery::parse(text(query_json, "query_json")?)?;

@@ -1,9 +1,10 @@
 //! The ADK seam on the wire: `Event` JSON lines and `custom_metadata` in, the
 //! `SearchMemoryResponse` JSON of `mnem_search` out.
 
-use super::{lines, parse_object, push_opt_str, push_str, Fields, RawObject};
+use super::{lines, parse_object, push_opt_str, push_str, Fields};
 use crate::adk::event::{line_context, AdkEvent, EventOptions, Memory};
 use crate::adk::timestamp::format_timestamp;
+use crate::adk::{RecallQuery, MAX_RECALL_LIMIT};
 use crate::error::{Error, Result};
 
 impl EventOptions {
@@ -20,6 +21,28 @@ impl EventOptions {
         let tags = f.get::<Vec<String>>("tags", "an array of strings")?.unwrap_or_default();
         let episode_type = f.string("episode_type")?;
         Ok(EventOptions { ttl_ms, tags, episode_type })
+    }
+}
+
+impl RecallQuery {
+    /// A `mnem_recall` query: `{"text", "vector", "limit", "semantic_weight", "candidates"}`;
+    /// its numbers are checked by `validate` when it runs, as for hybrid search.
+    pub fn parse(query_json: &str) -> Result<RecallQuery> {
+        let mut f = Fields::strict(parse_object(query_json)?);
+        let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
+        let mut q = RecallQuery::new(text);
+        q.vector = f.get::<Vec<f32>>("vector", "an array of numbers")?;
+        if let Some(l) = f.get::<u64>("limit", &format!("an integer from 0 to {MAX_RECALL_LIMIT}"))? {
+            q.limit = usize::try_from(l).unwrap_or(usize::MAX);
+        }
+        if let Some(w) = f.get::<f64>("semantic_weight", "a number from 0 to 1")? {
+            q.semantic_weight = w;
+        }
+        if let Some(c) = f.get::<u64>("candidates", "a positive integer")? {
+            q.candidates = usize::try_from(c).unwrap_or(usize::MAX);
+        }
+        f.finish()?;
+        Ok(q)
     }
 }
 
@@ -58,7 +81,7 @@ pub fn parse_event(line: &str, now_secs: f64) -> Result<Option<AdkEvent>> {
     let author = f.string("author")?;
     let timestamp = f.get::<f64>("timestamp", "a number of seconds")?.unwrap_or(now_secs);
     let Some(content) = f.raw("content").filter(|c| c.get() != "null") else { return Ok(None) };
-    let Some(text) = content_text(content.get())? else { return Ok(None) };
+    let Some(text) = super::content::content_text(content.get())? else { return Ok(None) };
     Ok(Some(AdkEvent {
         id,
         author,
@@ -66,33 +89,8 @@ pub fn parse_event(line: &str, now_secs: f64) -> Result<Option<AdkEvent>> {
         content: content.get().to_string(),
         text,
         rest: String::from_utf8(rest).expect("built from UTF-8 pieces"),
+        embedding: None,
     }))
-}
-
-/// The searchable text of a `Content`, or None when it has no parts.
-pub fn content_text(content: &str) -> Result<Option<String>> {
-    let obj = parse_object(content).map_err(|e| e.context("`content`"))?;
-    let mut f = Fields::lenient(obj);
-    let Some(parts) = f.raw("parts").filter(|p| p.get() != "null") else { return Ok(None) };
-    let parts: Vec<RawObject> =
-        serde_json::from_str(parts.get()).map_err(|_| Error::invalid("`content.parts` must be an array of objects"))?;
-    if parts.is_empty() {
-        return Ok(None);
-    }
-    let mut text = String::new();
-    let mut first = true;
-    for part in parts {
-        let mut pf = Fields::lenient(part);
-        let t = pf.string("text").map_err(|e| e.context("`content.parts[]`"))?;
-        if let Some(t) = t.filter(|t| !t.is_empty()) {
-            if !first {
-                text.push(' ');
-            }
-            text.push_str(&t);
-            first = false;
-        }
-    }
-    Ok(Some(text))
 }
 
 /// `mnem_search`'s answer: `{"memories":[{"id","content","author","timestamp","custom_metadata":{}}...]}`,

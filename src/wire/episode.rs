@@ -46,6 +46,10 @@ pub fn parse_episode_line(line: &str) -> Result<EpisodeInput> {
     };
     e.content = f.raw("content").filter(|c| c.get() != "null").map(|c| c.get().to_string());
     e.embedding = f.get::<Vec<f32>>("embedding", "an array of numbers")?;
+    e.embed = f.get::<bool>("embed", "true or false")?.unwrap_or(false);
+    if e.embed && e.embedding.is_some() {
+        return Err(Error::invalid("give `embedding` or `embed`, not both"));
+    }
     f.finish()?;
     Ok(e)
 }

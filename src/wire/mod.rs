@@ -13,6 +13,7 @@
 
 pub mod adk;
 pub mod admin;
+pub mod content;
 pub mod episode;
 pub mod export;
 pub mod query;

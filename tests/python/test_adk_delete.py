@@ -90,7 +90,7 @@ class Toy:
         return [[1.0, float(len(t))] for t in texts]
 
 
-def test_delete_session_removes_its_recall_copies():
+def test_delete_session_removes_what_recall_finds():
     with MnemMemoryService(embedder=Toy(), semantic_weight=1.0) as svc:
         asyncio.run(svc.add_events_to_memory(app_name=APP, user_id=USER, session_id="s1", events=[ev("a", "x")]))
         asyncio.run(svc.add_events_to_memory(app_name=APP, user_id=USER, events=[ev("b", "y")]))

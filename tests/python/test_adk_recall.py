@@ -1,5 +1,5 @@
-"""Opt-in semantic recall: with an embedder, search_memory answers by hybrid search over the
-events' and memories' embeddings, and finds what keyword search misses."""
+"""Opt-in semantic recall: with an embedder, the library stores each event's and memory's
+vector with it and search_memory answers by mnem_recall, finding what keyword search misses."""
 import asyncio
 import hashlib
 
@@ -9,7 +9,8 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions import Session
 from google.genai import types
 
-from mnem.adk import MemoryEmbedder, MnemMemoryService, RECALL_TYPE
+import mnem
+from mnem.adk import MemoryEmbedder, MnemMemoryService
 
 APP, USER = "app", "user"
 # A toy embedding: each concept is one axis; a word counts toward the concept it belongs to.
@@ -85,13 +86,13 @@ def test_embeddings_are_stored_and_weights_documented():
     emb = ToyEmbedder()
     with MnemMemoryService(embedder=emb, semantic_weight=1.0) as svc:
         add_events(svc, [ev("a", "oolong tea"), ev("b", "a puppy")])
-        q = asyncio.run(svc.hybrid_query("drink"))
-        assert q["semantic_weight"] == 1.0 and q["episode_type"] == RECALL_TYPE and len(q["vector"]) == 4
         # Weight 1: the vector channel alone ranks, nearest first (and keywords do not matter).
         assert ids(svc, "beverage") == ["a", "b"]
-        # The recall copies carry their vectors (visible to the low-level API).
-        res = svc.store.hybrid_search(APP, USER, {**q, "text": "zzz"})
-        assert [r["record"]["event_id"] for r in res["results"]][0] == "a"
+        # The events themselves carry their vectors (visible to the low-level API): no copies.
+        res = svc.store.hybrid_search(APP, USER, {"text": "zzz", "vector": emb.embed(["drink"])[0],
+                                                  "semantic_weight": 1.0})
+        assert [r["record"]["event_id"] for r in res["results"]] == ["a", "b"]
+        assert {r["record"]["episode_type"] for r in res["results"]} == {"event"}
     with MnemMemoryService(embedder=emb, semantic_weight=0.0) as svc:
         add_events(svc, [ev("a", "oolong tea")])
         assert ids(svc, "beverage") == [], "weight 0: the vector channel takes no part"
@@ -137,8 +138,9 @@ def test_embedder_errors_are_named():
             return [[1.0, 2.0] for _ in texts]
 
     with MnemMemoryService(embedder=Wrong()) as svc:
-        with pytest.raises(ValueError, match="2 numbers; its dimensions are 3"):
+        with pytest.raises(mnem.EmbedderFailed, match="2 numbers; its dimensions are 3"):
             add_events(svc, [ev("a", "tea")])
+        assert svc.store.search(APP, USER, "tea")["memories"] == [], "nothing was written"
     with pytest.raises(TypeError, match="dimensions"):
         MnemMemoryService(embedder=object())
 
@@ -167,9 +169,11 @@ def session(sid, *events):
 
 
 def recall_copies(svc, word):
-    """The events (memory ids) whose recall copies hold `word`."""
-    q = {"text": word, "limit": 100, "episode_type": RECALL_TYPE}
-    return sorted(r["record"]["event_id"] for r in svc.store.keyword_search(APP, USER, q)["results"])
+    """The stored events (memory ids) holding `word` that carry a vector: what semantic
+    recall can find (the vectors live on the events themselves)."""
+    q = {"text": word, "limit": 100, "vector": [1.0, 1.0, 1.0, 1.0], "semantic_weight": 0.5}
+    return sorted(r["record"]["event_id"] for r in svc.store.hybrid_search(APP, USER, q)["results"]
+                  if r["semantic_score"] > 0 and r["keyword_score"] > 0)
 
 
 def test_recall_copies_follow_what_the_store_keeps():
@@ -200,3 +204,33 @@ def test_recall_copies_follow_what_the_store_keeps():
         asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="d"))
         assert recall_copies(svc, "lisbon") == []
         assert "d" not in ids(svc, "travel journey")
+
+
+def test_a_store_written_with_recall_copies_keeps_working(tmp_path):
+    """A store written by the service before recall moved into the library: events without
+    vectors, and recall copies (episodes of type adk_recall) and burial marks written with
+    put_episodes, as that service wrote them. The new service answers from it, and the
+    library's deletes hide the copies without any cleanup."""
+    emb = ToyEmbedder()
+    path = tmp_path / "old"
+    with MnemMemoryService(path) as plain:
+        add_events(plain, [ev("tea", "I always order an oolong"), ev("cat", "my kitten sleeps")])
+    with mnem.Store(str(path)) as st:
+        copies = []
+        for eid, text in [("tea", "I always order an oolong"), ("cat", "my kitten sleeps")]:
+            copies.append({"episode_type": "adk_recall", "primary": text,
+                           "secondary": "zmnemm" + hashlib.sha256(eid.encode()).hexdigest()[:32],
+                           "content": {"parts": [{"text": text}]}, "event_id": eid, "session_id": "s1",
+                           "timestamp": 1000.0, "author": "user", "embedding": emb.embed([text])[0]})
+        st.put_episodes(APP, USER, copies)
+        st.put_episodes(APP, USER, [{"episode_type": "adk_recall_deleted", "secondary": "zmnemmgone"}])
+    with MnemMemoryService(path, embedder=emb) as svc:
+        hits = search(svc, "favourite beverage?")
+        assert [m.id for m in hits][:1] == ["tea"]
+        assert hits[0].author == "user" and hits[0].content.parts[0].text == "I always order an oolong"
+        assert ids(svc, "any pet news")[0] == "cat"
+        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="tea"))
+        assert "tea" not in ids(svc, "favourite beverage?")
+        # New events get their vectors on themselves, beside the old copies.
+        add_events(svc, [ev("latte", "a latte please")], session_id="s2")
+        assert ids(svc, "coffee drink")[0] == "latte"

@@ -13,19 +13,19 @@ from pathlib import Path
 
 from . import _lib
 from ._errors import (
-    Busy, BufferTooSmall, Corruption, Incompatible, Internal, InvalidArgument, IOFailure, MnemError, NotFound,
+    Busy, BufferTooSmall, Corruption, EmbedderFailed, Incompatible, Internal, InvalidArgument, IOFailure, MnemError, NotFound,
     ReadOnly, status_name,
 )
 from ._lib import (
-    BUFFER_TOO_SMALL, BUSY, CORRUPTION, INCOMPATIBLE, INTERNAL, INVALID_ARGUMENT, IO, NOT_FOUND, OK, READ_ONLY,
+    BUFFER_TOO_SMALL, BUSY, CORRUPTION, EMBEDDER_FAILED, INCOMPATIBLE, INTERNAL, INVALID_ARGUMENT, IO, NOT_FOUND, OK, READ_ONLY,
 )
 from ._store import Embedder, Store
 
 __all__ = [
     "Store", "Embedder", "MnemError", "InvalidArgument", "BufferTooSmall", "NotFound", "Busy", "ReadOnly",
-    "IOFailure", "Corruption", "Incompatible", "Internal", "status_name", "abi_version", "version", "library_path",
+    "IOFailure", "Corruption", "Incompatible", "EmbedderFailed", "Internal", "status_name", "abi_version", "version", "library_path",
     "OK", "INVALID_ARGUMENT", "BUFFER_TOO_SMALL", "NOT_FOUND", "BUSY", "READ_ONLY", "IO", "CORRUPTION",
-    "INCOMPATIBLE", "INTERNAL",
+    "INCOMPATIBLE", "EMBEDDER_FAILED", "INTERNAL",
 ]
 
 ABI_VERSION = _lib.ABI_VERSION

@@ -52,12 +52,17 @@ class Incompatible(MnemError):
     status = L.INCOMPATIBLE
 
 
+class EmbedderFailed(MnemError):
+    """The embedder (the caller's model) failed or returned no valid vector; nothing was written."""
+    status = L.EMBEDDER_FAILED
+
+
 class Internal(MnemError):
     status = L.INTERNAL
 
 
 _BY_STATUS = {c.status: c for c in (InvalidArgument, BufferTooSmall, NotFound, Busy, ReadOnly, IOFailure,
-                                    Corruption, Incompatible, Internal)}
+                                    Corruption, Incompatible, EmbedderFailed, Internal)}
 
 
 def status_name(status: int) -> str:

@@ -23,6 +23,7 @@ READ_ONLY = 5
 IO = 6
 CORRUPTION = 7
 INCOMPATIBLE = 8
+EMBEDDER_FAILED = 9
 INTERNAL = 100
 
 
@@ -36,6 +37,15 @@ class MnemStr(ctypes.Structure):
 class ErrorBuf(ctypes.Structure):
     _fields_ = [("code", c_int32), ("detail", c_uint32), ("message", c_char * ERROR_MESSAGE_CAP)]
 
+
+class MnemStrIn(ctypes.Structure):
+    # A mnem_str that mnem passes to a callback: c_void_p, since its bytes have no NUL.
+    _fields_ = [("ptr", c_void_p), ("len", c_size_t)]
+
+
+# mnem_embed_fn: (user_data, text, out, out_cap, out_len, err) -> status.
+EMBED_FN = ctypes.CFUNCTYPE(c_int32, c_void_p, MnemStrIn, POINTER(ctypes.c_float), c_size_t, POINTER(c_size_t),
+                            POINTER(ErrorBuf))
 
 _u8p = POINTER(c_uint8)
 _store = c_void_p
@@ -61,6 +71,10 @@ SIGNATURES = {
     "mnem_substring_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_hybrid_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_stats": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
+    "mnem_set_embedder": (c_int32, [_store, EMBED_FN, c_void_p, _err]),
+    "mnem_hybrid_search_with": (c_int32, [_store, MnemStr, MnemStr, MnemStr, EMBED_FN, c_void_p, _u8p, c_size_t,
+                                          POINTER(c_size_t), _err]),
+    "mnem_recall": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_delete_session": (c_int32, [_store, MnemStr, MnemStr, MnemStr, POINTER(c_uint64), _err]),
     "mnem_forget_namespace": (c_int32, [_store, MnemStr, MnemStr, _err]),
     "mnem_compact": (c_int32, [_store, _err]),

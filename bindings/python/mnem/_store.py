@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import math
 import os
 import threading
 import uuid
@@ -57,6 +56,49 @@ class Embedder(Protocol):
     def __call__(self, text: str) -> Sequence[float]: ...
 
 
+def _message(e: BaseException) -> bytes:
+    """`e` as an embedder failure message: UTF-8, cut at a character boundary to fit."""
+    raw = (str(e) or type(e).__name__).encode("utf-8", "replace")[:L.ERROR_MESSAGE_CAP - 1]
+    while raw:
+        try:
+            raw.decode("utf-8")
+            return raw
+        except UnicodeDecodeError:
+            raw = raw[:-1]
+    return raw
+
+
+def embed_callback(embedder: Embedder) -> Any:
+    """`embedder` as a mnem_embed_fn. mnem calls it from the thread of the call that needs a
+    vector (ctypes takes the GIL); an exception becomes MNEM_STATUS_EMBEDDER_FAILED with its
+    message, never a crash. The last vector is kept for the retry a too-small buffer asks for."""
+    last: list = [None, None]
+
+    def cb(_user_data, text, out, out_cap, out_len, err):
+        try:
+            t = ctypes.string_at(text.ptr, text.len).decode("utf-8") if text.len else ""
+            if last[0] == t and last[1] is not None:
+                v = last[1]
+            else:
+                v = [float(x) for x in embedder(t)]
+            out_len[0] = len(v)
+            if len(v) > out_cap:
+                last[0], last[1] = t, v
+                return L.BUFFER_TOO_SMALL
+            last[0] = last[1] = None
+            if v:
+                ctypes.memmove(out, (ctypes.c_float * len(v))(*v), 4 * len(v))
+            return L.OK
+        except BaseException as e:  # noqa: BLE001 - nothing may unwind into C
+            try:
+                err[0].message = _message(e)
+            except BaseException:  # noqa: BLE001
+                pass
+            return L.EMBEDDER_FAILED
+
+    return L.EMBED_FN(cb)
+
+
 class Store:
     """An open mnem store. Thread-safe; close() waits for calls in flight."""
 
@@ -93,6 +135,9 @@ class Store:
         self._cv = threading.Condition()
         self._active = 0
         self._closing = False
+        # Every callback registered: a call in flight may still use one replaced since, so
+        # they live as long as the store.
+        self._callbacks: list[Any] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -343,14 +388,32 @@ class Store:
     def hybrid_search(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         return json.loads(self._read(self._lib.mnem_hybrid_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
+    def set_embedder(self, embedder: Optional[Embedder]) -> None:
+        """Registers `embedder` (text -> vector) on the store (`mnem_set_embedder`; None
+        removes it). Then episodes with `"embed": True` are written with the vector of their
+        text, ADK writes store each event's vector, and `hybrid_search` / `recall` embed a
+        query without `vector`. It is called from the threads that call the store, and its
+        exceptions become `mnem.EmbedderFailed` with their message (nothing is written)."""
+        cb = embed_callback(embedder) if embedder is not None else ctypes.cast(None, L.EMBED_FN)
+        with self._cv:
+            self._callbacks.append(cb)
+        self._call(self._lib.mnem_set_embedder, cb, None)
+
+    def recall(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
+        """ADK search_memory with semantic recall (`mnem_recall`): {"memories": [...]}; a
+        str query is the text."""
+        if isinstance(query, str):
+            query = {"text": query}
+        return json.loads(self._read(self._lib.mnem_recall, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
+
     def hybrid_search_text(self, app: Text, user: Text, text: str, embedder: Optional[Embedder], *,
                            limit: Optional[int] = None, semantic_weight: float = 0.5,
                            candidates: Optional[int] = None, episode_type: Optional[str] = None,
                            tag: Optional[str] = None) -> dict:
-        """Hybrid search that embeds `text` with `embedder` only when the result can use it.
-        `limit` None is the library's default (10); 0 returns no results (docs/WIRE.md)."""
-        if limit == 0 or not text.strip():
-            return {"results": []}
+        """Hybrid search with `embedder` for this call (`mnem_hybrid_search_with`): the library
+        asks it for the vector of `text` only when the search can use one (not for blank text,
+        limit 0 or weight 0; docs/WIRE.md). `limit` None is the library's default (10). Without
+        `embedder`, the store's (if any)."""
         q: dict[str, Any] = {"text": text, "semantic_weight": semantic_weight}
         if limit is not None:
             q["limit"] = limit
@@ -360,10 +423,8 @@ class Store:
             q["episode_type"] = episode_type
         if tag is not None:
             q["tag"] = tag
-        # A zero-weight (or invalid) semantic channel takes no part: let the library judge the
-        # weight, and skip the embedding cost.
-        use_vector = (embedder is not None and isinstance(semantic_weight, (int, float))
-                      and math.isfinite(semantic_weight) and 0 < semantic_weight <= 1)
-        if use_vector and embedder is not None:
-            q["vector"] = [float(x) for x in embedder(text)]
-        return self.hybrid_search(app, user, q)
+        if embedder is None:
+            return self.hybrid_search(app, user, q)
+        cb = embed_callback(embedder)
+        return json.loads(self._read(self._lib.mnem_hybrid_search_with, L.mstr(app), L.mstr(user),
+                                     L.mstr(_query(q)), cb, None))

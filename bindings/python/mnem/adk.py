@@ -13,21 +13,19 @@ Search ranks exactly like ADK's InMemoryMemoryService (google-adk 2.13.0); unlik
 persist in the store directory. Every store call runs in a worker thread
 (`asyncio.to_thread`; the library releases the GIL), so the event loop never waits on disk.
 
-With an `embedder` (see `MemoryEmbedder`), events and memories are also stored with their
-embedding and `search_memory` answers by hybrid search (BM25 fused with vector similarity).
+With an `embedder` (see `MemoryEmbedder`), the service registers it on the store: the library
+stores each event and memory with the vector of its text, in the same write, and
+`search_memory` answers by `mnem_recall` (ADK's ranking fused with vector similarity).
 """
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import json
 import math
 import os
-import re
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -45,30 +43,13 @@ if TYPE_CHECKING:
     from google.adk.events.event import Event
     from google.adk.sessions.session import Session
 
-__all__ = ["MnemMemoryService", "MemoryEmbedder", "register", "parse_uri", "RECALL_TYPE",
-           "DEFAULT_SEMANTIC_WEIGHT"]
+__all__ = ["MnemMemoryService", "MemoryEmbedder", "register", "parse_uri", "DEFAULT_SEMANTIC_WEIGHT"]
 
-# Episode type of the embedded copy of an event or memory that semantic recall searches.
-RECALL_TYPE = "adk_recall"
 # Weight of the vector channel in hybrid search (the BM25 channel gets 1 - this).
 DEFAULT_SEMANTIC_WEIGHT = 0.5
 SEARCH_LIMIT = 10
 # ADK's bucket for events added without a session id (mnem_add_events uses it for "").
 UNKNOWN_SESSION_ID = "__unknown_session_id__"
-# Marks a memory id removed by delete_memory, so that no later write gives it a recall copy
-# (ADK's writes of that id are skipped for good).
-BURIED_TYPE = "adk_recall_deleted"
-# Recall copies and burial marks are found by BM25 on hash tokens in their secondary text:
-# one for the memory id, one for the session. Users' queries never hold them.
-_TOKEN_BATCH = 64  # the most terms a keyword query takes
-# The BM25 side of a hybrid query takes at most 64 distinct terms and 4096 bytes: a longer
-# question keeps its first terms there (the embedding still reads all of it).
-_QUERY_TERMS = 48
-_QUERY_BYTES = 4096
-_TERM = re.compile(r"[^\W_]+")
-_FIND_LIMIT = 1000  # the most results a keyword query returns
-# How many (namespace, memory id) -> content hashes the service remembers having embedded.
-_EMBEDDED_CACHE = 65536
 
 
 @runtime_checkable
@@ -227,52 +208,11 @@ def _memory_episode(entry: MemoryEntry, tags, ttl_ms) -> dict:
     return ep
 
 
-def _lexical_text(query: str) -> str:
-    """`query` as the BM25 side of a hybrid search accepts it (see _QUERY_TERMS)."""
-    if len(query.encode("utf-8")) <= _QUERY_BYTES and len(set(_TERM.findall(query))) <= _QUERY_TERMS:
-        return query
-    seen: set[str] = set()
-    out: list[str] = []
-    size = 0
-    for term in _TERM.findall(query):
-        if term not in seen and len(seen) == _QUERY_TERMS:
-            continue
-        size += len(term.encode("utf-8")) + 1
-        if size > _QUERY_BYTES:
-            break
-        seen.add(term)
-        out.append(term)
-    return " ".join(out)
-
-
 def _tags(value: Any) -> Optional[list[str]]:
     """custom_metadata["tags"]: one string or a list of them."""
     if value is None:
         return None
     return [value] if isinstance(value, str) else [str(t) for t in value]
-
-
-def _token(kind: str, value: str) -> str:
-    return kind + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def _memory_token(memory_id: str) -> str:
-    return _token("zmnemm", memory_id)
-
-
-def _session_token(session_id: str) -> str:
-    return _token("zmnems", session_id)
-
-
-def _entry_from_record(rec: Mapping[str, Any]) -> MemoryEntry:
-    ts = rec.get("timestamp")
-    return MemoryEntry(
-        id=rec.get("event_id") or rec.get("id"),
-        content=types.Content.model_validate(rec["content"]),
-        author=rec.get("author"),
-        timestamp=datetime.fromtimestamp(ts).isoformat() if ts is not None else None,
-        custom_metadata={},
-    )
 
 
 def _entry_from_search(m: Mapping[str, Any]) -> MemoryEntry:
@@ -283,46 +223,6 @@ def _entry_from_search(m: Mapping[str, Any]) -> MemoryEntry:
         timestamp=m.get("timestamp"),
         custom_metadata=m.get("custom_metadata") or {},
     )
-
-
-def _cache_key(app_name: str, user_id: str, r: "_Recall") -> tuple:
-    """Where the fingerprint of a written recall copy is remembered."""
-    return (app_name, user_id, r.episode.get("session_id"), r.memory_id)
-
-
-class _Recall:
-    """One event or memory to embed: its memory id and the recall episode without a vector."""
-
-    __slots__ = ("memory_id", "text", "episode")
-
-    def __init__(self, memory_id: str, text: str, episode: dict):
-        self.memory_id = memory_id
-        self.text = text
-        self.episode = episode
-
-
-def _event_recalls(events: Sequence["Event"], session_id: str, tags, ttl_ms) -> list[_Recall]:
-    out = []
-    seen = set()
-    for e in events:
-        text = _content_text(e.content)
-        if not text or e.content is None or e.id in seen:
-            continue
-        seen.add(e.id)
-        ep: dict[str, Any] = {
-            "episode_type": RECALL_TYPE, "primary": text,
-            "secondary": f"{_memory_token(e.id)} {_session_token(session_id)}",
-            "content": json.loads(e.content.model_dump_json()), "event_id": e.id, "session_id": session_id,
-            "timestamp": e.timestamp,
-        }
-        if e.author is not None:
-            ep["author"] = e.author
-        if tags:
-            ep["tags"] = tags
-        if ttl_ms is not None:
-            ep["ttl_ms"] = ttl_ms
-        out.append(_Recall(e.id, text, ep))
-    return out
 
 
 # ---- the service -----------------------------------------------------------------------------
@@ -380,10 +280,12 @@ class MnemMemoryService(BaseMemoryService):
         self.store = store
         self.embedder = embedder
         self.semantic_weight = float(semantic_weight)
-        # (app, user, memory id) -> fingerprint of the recall copy last written; worker threads
-        # share it, under its lock.
-        self._embedded: OrderedDict[tuple, int] = OrderedDict()
-        self._embedded_lock = threading.Lock()
+        # The loop an async embedder runs on: the one of the service call in progress (the
+        # library calls the embedder from that call's worker thread).
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop_lock = threading.Lock()
+        if embedder is not None:
+            store.set_embedder(self._embed_one)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -424,14 +326,7 @@ class MnemMemoryService(BaseMemoryService):
     async def add_session_to_memory(self, session: "Session") -> None:
         def write():
             self.store.add_session(session.app_name, session.user_id, session.id, _events_jsonl(session.events))
-        await asyncio.to_thread(write)
-        if self.embedder is not None:
-            recalls = await asyncio.to_thread(_event_recalls, session.events, session.id, None, None)
-            await self._write_recalls(session.app_name, session.user_id, recalls, replace=True)
-            # The store keeps only the session's current events: so do its recall copies.
-            keep = {r.memory_id for r in recalls}
-            await asyncio.to_thread(self._drop_session_recalls, session.app_name, session.user_id,
-                                    session.id, keep)
+        await self._run(write)
 
     async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence["Event"],
                                    session_id: str | None = None,
@@ -440,12 +335,7 @@ class MnemMemoryService(BaseMemoryService):
         (int > 0, the events expire), "tags" (list of str), "episode_type" (str)."""
         def write():
             self.store.add_events(app_name, user_id, session_id or "", _events_jsonl(events), custom_metadata)
-        await asyncio.to_thread(write)
-        if self.embedder is not None:
-            meta = dict(custom_metadata or {})
-            recalls = await asyncio.to_thread(_event_recalls, events, session_id or UNKNOWN_SESSION_ID,
-                                              _tags(meta.get("tags")), meta.get("ttl_ms"))
-            await self._write_recalls(app_name, user_id, recalls, replace=False)
+        await self._run(write)
 
     async def add_memory(self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
                          custom_metadata: Mapping[str, object] | None = None) -> None:
@@ -462,19 +352,11 @@ class MnemMemoryService(BaseMemoryService):
         episodes = [_memory_episode(m, tags, ttl_ms) for m in memories]
         if not episodes:
             return
-        ids = await asyncio.to_thread(self.store.put_episodes, app_name, user_id, episodes)
-        if self.embedder is None:
-            return
-        recalls = []
-        for ep, uid in zip(episodes, ids):
-            text = ep["primary"]
-            if not text:
-                continue
-            memory_id = ep.get("event_id") or str(uid)
-            rec = {k: v for k, v in ep.items() if k not in ("id", "metadata")}
-            rec.update(episode_type=RECALL_TYPE, event_id=memory_id, secondary=_memory_token(memory_id))
-            recalls.append(_Recall(memory_id, text, rec))
-        await self._write_recalls(app_name, user_id, recalls, replace=True)
+        if self.embedder is not None:
+            # The library embeds the text (none for a blank one) in the same write.
+            for ep in episodes:
+                ep["embed"] = True
+        await self._run(self.store.put_episodes, app_name, user_id, episodes)
 
     # -- deletes -----------------------------------------------------------------------------
 
@@ -483,171 +365,65 @@ class MnemMemoryService(BaseMemoryService):
         if not memory_id:
             return
 
-        def delete():
-            self.store.delete_memory(app_name, user_id, memory_id)
-            # Even when the store had nothing left under the id: the id is blocked for good
-            # either way, and no recall copy may answer for it.
-            self._bury(app_name, user_id, memory_id)
-        await asyncio.to_thread(delete)
-
-    def _bury(self, app_name: str, user_id: str, memory_id: str) -> None:
-        """Deletes the recall copies of `memory_id` and marks it buried, so that no later
-        write gives it one (ADK's writes of a deleted id are skipped for good)."""
-        token = _memory_token(memory_id)
-        copies = self._find(app_name, user_id, [token], RECALL_TYPE)
-        if copies:
-            self.store.delete_episodes(app_name, user_id, [r["id"] for r in copies])
-        if not self._find(app_name, user_id, [token], BURIED_TYPE):
-            self.store.put_episodes(app_name, user_id, [{"episode_type": BURIED_TYPE, "secondary": token}])
-        with self._embedded_lock:
-            for k in [k for k in self._embedded if k[:2] == (app_name, user_id) and k[3] == memory_id]:
-                del self._embedded[k]
-
-    def _drop_session_recalls(self, app_name: str, user_id: str, session_id: str, keep: set[str]) -> None:
-        """Deletes the session's recall copies whose memory id is not in `keep`."""
-        copies = [r for r in self._find(app_name, user_id, [_session_token(session_id)], RECALL_TYPE)
-                  if r.get("session_id") == session_id and r.get("event_id") not in keep]
-        if copies:
-            self.store.delete_episodes(app_name, user_id, [r["id"] for r in copies])
-            with self._embedded_lock:
-                for r in copies:
-                    self._embedded.pop((app_name, user_id, session_id, r.get("event_id")), None)
-
-    def _find(self, app_name: str, user_id: str, tokens: Sequence[str], episode_type: str) -> list[dict]:
-        """Every visible episode of `episode_type` holding one of `tokens`."""
-        out: dict[str, dict] = {}
-        for i in range(0, len(tokens), _TOKEN_BATCH):
-            q = {"text": " ".join(tokens[i:i + _TOKEN_BATCH]), "limit": _FIND_LIMIT, "episode_type": episode_type}
-            for r in self.store.keyword_search(app_name, user_id, q)["results"]:
-                out[r["record"]["id"]] = r["record"]
-        return list(out.values())
-
-    def _forget_cached(self, app_name: str, user_id: str) -> None:
-        with self._embedded_lock:
-            for k in [k for k in self._embedded if k[0] == app_name and k[1] == user_id]:
-                del self._embedded[k]
+        # The library's tombstone hides the memory from every search, vectors included.
+        await asyncio.to_thread(self.store.delete_memory, app_name, user_id, memory_id)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str | None) -> int:
         """Deletes what one session added to memory (its add_session_to_memory and
-        add_events_to_memory events, and their recall copies): search then ranks as if the
+        add_events_to_memory events, with their vectors): search then ranks as if the
         session had never been added. Returns the number of events deleted. Not part of
         BaseMemoryService. Like every delete, the text leaves the records at once and the
         store's files at their next compaction; `forget_user` erases at once."""
         bucket = session_id or UNKNOWN_SESSION_ID
 
-        def delete() -> int:
-            n = self.store.delete_session(app_name, user_id, bucket)
-            token = _session_token(bucket)
-            while True:
-                copies = self._find(app_name, user_id, [token], RECALL_TYPE)
-                if not copies:
-                    break
-                self.store.delete_episodes(app_name, user_id, [r["id"] for r in copies])
-            self._forget_cached(app_name, user_id)
-            return n
-        return await asyncio.to_thread(delete)
+        return await asyncio.to_thread(self.store.delete_session, app_name, user_id, bucket)
 
     async def forget_user(self, *, app_name: str, user_id: str) -> None:
         """Erases everything stored for `(app_name, user_id)`: memories, deletion marks,
         indexes, embeddings; the bytes are compacted out of the store's files before this
         returns. Not part of BaseMemoryService."""
-        def forget() -> None:
-            self.store.forget_namespace(app_name, user_id)
-            self._forget_cached(app_name, user_id)
-        await asyncio.to_thread(forget)
+        await asyncio.to_thread(self.store.forget_namespace, app_name, user_id)
 
     # -- search ------------------------------------------------------------------------------
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        """ADK's ranking (InMemoryMemoryService) without an embedder; with one, hybrid search
-        (see `hybrid_query`)."""
+        """ADK's ranking (InMemoryMemoryService) without an embedder; with one, the library's
+        semantic recall (`mnem_recall`: ADK's ranking fused with the nearest event and memory
+        vectors, `semantic_weight` for the vector channel)."""
         if self.embedder is None:
             result = await asyncio.to_thread(self.store.search, app_name, user_id, query)
-            return SearchMemoryResponse(memories=[_entry_from_search(m) for m in result.get("memories", [])])
-        if not query.strip():
-            return SearchMemoryResponse(memories=[])
-        q = await self.hybrid_query(query)
-        result = await asyncio.to_thread(self.store.hybrid_search, app_name, user_id, q)
-        return SearchMemoryResponse(memories=[_entry_from_record(r["record"]) for r in result.get("results", [])])
-
-    async def hybrid_query(self, query: str, limit: int = SEARCH_LIMIT) -> dict:
-        """The mnem_hybrid_search query search_memory sends: the text, its embedding, the
-        weight, restricted to the recall copies."""
-        q: dict[str, Any] = {"text": _lexical_text(query), "limit": limit, "semantic_weight": self.semantic_weight,
-                             "episode_type": RECALL_TYPE}
-        if self.semantic_weight > 0:
-            q["vector"] = (await self._embed([query]))[0]
-        return q
+        else:
+            q = {"text": query, "semantic_weight": self.semantic_weight}
+            result = await self._run(self.store.recall, app_name, user_id, q)
+        return SearchMemoryResponse(memories=[_entry_from_search(m) for m in result.get("memories", [])])
 
     # -- embeddings --------------------------------------------------------------------------
 
-    async def _embed(self, texts: list[str]) -> list[list[float]]:
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(*args)` in a worker thread, with this loop as the one an async embedder runs on."""
+        with self._loop_lock:
+            self._loop = asyncio.get_running_loop()
+        return await asyncio.to_thread(fn, *args)
+
+    def _embed_one(self, text: str) -> list[float]:
+        """The callback the store calls (from a worker thread) for one text's vector."""
         embedder = self.embedder
         assert embedder is not None
-        if inspect.iscoroutinefunction(embedder.embed):
-            vectors = await embedder.embed(texts)
-        else:
-            vectors = await asyncio.to_thread(embedder.embed, texts)
-            if inspect.isawaitable(vectors):
-                vectors = await vectors
+        vectors = embedder.embed([text])
+        if inspect.isawaitable(vectors):
+            loop = self._loop
+            if loop is None or not loop.is_running():
+                vectors = asyncio.run(_awaited(vectors))
+            else:
+                vectors = asyncio.run_coroutine_threadsafe(_awaited(vectors), loop).result()
         vectors = [[float(x) for x in v] for v in vectors]
-        if len(vectors) != len(texts):
-            raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
-        for v in vectors:
-            if len(v) != embedder.dimensions:
-                raise ValueError(f"embedder returned a vector of {len(v)} numbers; its dimensions are "
-                                 f"{embedder.dimensions}")
-        return vectors
+        if len(vectors) != 1:
+            raise ValueError(f"embedder returned {len(vectors)} vectors for 1 text")
+        if len(vectors[0]) != embedder.dimensions:
+            raise ValueError(f"embedder returned a vector of {len(vectors[0])} numbers; its dimensions are "
+                             f"{embedder.dimensions}")
+        return vectors[0]
 
-    async def _write_recalls(self, app_name: str, user_id: str, recalls: list[_Recall], *, replace: bool) -> None:
-        """Embeds and stores the recall copies not already stored with the same content.
-        A copy belongs to one (session, memory id), as the event it copies does: `replace`
-        (a whole session, or memories) updates an existing copy, as the store replaces the
-        event; otherwise (appended events) an existing copy stays, as the store keeps the
-        first event with an id."""
-        todo = await asyncio.to_thread(self._recalls_to_write, app_name, user_id, recalls, replace)
-        if not todo:
-            return
-        vectors = await self._embed([r.text for r, _ in todo])
-        for (r, _), v in zip(todo, vectors):
-            r.episode["embedding"] = v
-        await asyncio.to_thread(self._store_recalls, app_name, user_id, todo)
 
-    def _recalls_to_write(self, app_name: str, user_id: str, recalls: list[_Recall],
-                          replace: bool) -> list[tuple[_Recall, int]]:
-        """The recalls to embed, each with its fingerprint: not written before with the same
-        content by this service, and not of a buried memory id. A memory that has a recall
-        copy keeps its id (the write is a new revision of it)."""
-        with self._embedded_lock:
-            fresh = []
-            for r in recalls:
-                fp = hash(json.dumps(r.episode, sort_keys=True, ensure_ascii=False, default=str))
-                if self._embedded.get(_cache_key(app_name, user_id, r)) != fp:
-                    fresh.append((r, fp))
-        if not fresh:
-            return []
-        by_token: dict[str, list[_Recall]] = {}
-        for r, _ in fresh:
-            by_token.setdefault(_memory_token(r.memory_id), []).append(r)
-        tokens = list(by_token)
-        buried = {t for rec in self._find(app_name, user_id, tokens, BURIED_TYPE)
-                  for t in (rec.get("secondary") or "").split() if t in by_token}
-        stored = set()
-        for rec in self._find(app_name, user_id, tokens, RECALL_TYPE):
-            for t in (rec.get("secondary") or "").split():
-                for r in by_token.get(t, []):
-                    if rec.get("session_id") == r.episode.get("session_id"):
-                        r.episode["id"] = rec["id"]
-                        stored.add(id(r))
-        return [(r, fp) for r, fp in fresh
-                if _memory_token(r.memory_id) not in buried and (replace or id(r) not in stored)]
-
-    def _store_recalls(self, app_name: str, user_id: str, todo: list[tuple[_Recall, int]]) -> None:
-        self.store.put_episodes(app_name, user_id, [r.episode for r, _ in todo])
-        with self._embedded_lock:
-            for r, fp in todo:
-                key = _cache_key(app_name, user_id, r)
-                self._embedded[key] = fp
-                self._embedded.move_to_end(key)
-            while len(self._embedded) > _EMBEDDED_CACHE:
-                self._embedded.popitem(last=False)
+async def _awaited(x: Awaitable[Any]) -> Any:
+    return await x

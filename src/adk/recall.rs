@@ -1,0 +1,257 @@
+//! Semantic recall over the ADK seam: the vectors of ADK events and memories, written with
+//! them when the store has an embedder (`Engine::embed_events`), and `mnem_recall`, which
+//! fuses ADK's own ranking (`mnem_search`) with the nearest vectors of ADK entries by the
+//! weighted RRF of hybrid search and answers in `mnem_search`'s `MemoryEntry` shape.
+//!
+//! Stores written by the Python service before recall moved into the core hold "recall
+//! copies" (episodes of type `adk_recall` with the vector, `event_id` the memory id,
+//! `session_id` the session). They are read as they are: a copy found by the vector channel
+//! stands for the live ADK entry with its memory id and session, and for nothing when that
+//! entry is gone (deleted, forgotten, or dropped by a re-added session), so the core's
+//! deletes hide them too.
+
+use super::event::{memory_id, AdkEvent, Memory};
+use super::index::{self, MAX_RESULTS};
+use super::search;
+use super::state::AdkState;
+use crate::embed::{needs_vector, EmbeddingProvider};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::hybrid::{fuse, DEFAULT_CANDIDATES, DEFAULT_SEMANTIC_WEIGHT};
+use crate::keys::Namespace;
+use crate::record::RecordView;
+use crate::store::{now_ms, Snapshot};
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
+
+/// The episode type of the recall copies the Python service wrote before this module.
+pub const LEGACY_RECALL_TYPE: &str = "adk_recall";
+/// At most as many memories as `mnem_search` answers.
+pub const MAX_RECALL_LIMIT: usize = MAX_RESULTS;
+
+/// A `mnem_recall` query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecallQuery {
+    /// ADK's `search_memory(query=...)`.
+    pub text: String,
+    /// The query vector; absent, the store's embedder makes it (when it has one).
+    pub vector: Option<Vec<f32>>,
+    /// 0 to `MAX_RECALL_LIMIT`.
+    pub limit: usize,
+    pub semantic_weight: f64,
+    /// The vector channel ranks `limit × candidates` entries (ADK's ranking gives its top 10).
+    pub candidates: usize,
+}
+
+impl RecallQuery {
+    pub fn new(text: impl Into<String>) -> RecallQuery {
+        RecallQuery {
+            text: text.into(),
+            vector: None,
+            limit: MAX_RECALL_LIMIT,
+            semantic_weight: DEFAULT_SEMANTIC_WEIGHT,
+            candidates: DEFAULT_CANDIDATES,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.limit > MAX_RECALL_LIMIT {
+            return Err(Error::invalid(format!("`limit` must be at most {MAX_RECALL_LIMIT}")));
+        }
+        let hq = crate::HybridQuery {
+            vector: self.vector.clone(),
+            semantic_weight: self.semantic_weight,
+            candidates: self.candidates,
+            ..crate::HybridQuery::new(self.text.clone())
+        };
+        hq.validate()
+    }
+
+    /// Does the query need a vector it lacks? The rule of `HybridQuery::wants_vector`.
+    pub fn wants_vector(&self) -> bool {
+        self.vector.is_none() && self.limit > 0 && needs_vector(&self.text) && self.semantic_weight > 0.0
+    }
+}
+
+/// A stored event's text and vector.
+type Held = (String, Option<Vec<f32>>);
+
+impl Engine {
+    /// Give the events of an ADK write their vectors, before the writers' lock (the embedder
+    /// may be slow): every event with text that the write may store, except those whose
+    /// stored episode in the session already has a vector of the same text, which is reused
+    /// (so re-adding a growing session embeds only its new events). `append` (add_events)
+    /// skips ids already in the bucket: that write will not store them.
+    pub(crate) fn embed_events(
+        &self,
+        ns: &Namespace,
+        session_id: &str,
+        events: &mut [(usize, AdkEvent)],
+        append: bool,
+        provider: &dyn EmbeddingProvider,
+    ) -> Result<()> {
+        let prefix = ns.prefix();
+        let snap = self.store.snapshot_without_postings();
+        let state = AdkState { store: &self.store, snap: &snap, prefix: &prefix };
+        let now = now_ms();
+        // The bucket's visible events by memory id: (text, vector).
+        let mut stored: HashMap<String, Option<Held>> = HashMap::new();
+        if let Some(b) = state.bucket(session_id)? {
+            let entries: Vec<_> = index::bucket_entries(&self.store, &snap, &prefix, b.position)?
+                .into_iter()
+                .filter(|e| e.visible(now))
+                .collect();
+            let ids: Vec<Uuid> = entries.iter().map(|e| e.uuid).collect();
+            for (e, bytes) in entries.into_iter().zip(self.store.get_episodes_raw(&snap, &prefix, &ids)?) {
+                let held = match bytes {
+                    Some(b) => {
+                        let r = RecordView::parse(e.uuid, &b)?;
+                        Some((r.primary.to_string(), r.embedding()))
+                    }
+                    None => None,
+                };
+                stored.insert(e.memory_id, held);
+            }
+        }
+        let memory_ids: Vec<&str> = events.iter().map(|(_, ev)| ev.id.as_str()).collect();
+        let tombstoned: HashSet<String> = memory_ids
+            .iter()
+            .zip(state.tombstoned(&memory_ids)?)
+            .filter(|(_, t)| *t)
+            .map(|(m, _)| m.to_string())
+            .collect();
+        let mut seen = HashSet::new();
+        let mut todo = Vec::new();
+        for (i, (_, ev)) in events.iter_mut().enumerate() {
+            if !needs_vector(&ev.text) || !seen.insert(ev.id.clone()) || tombstoned.contains(&ev.id) {
+                continue;
+            }
+            match stored.get(&ev.id) {
+                Some(_) if append => continue,
+                Some(Some((text, Some(v)))) if *text == ev.text => ev.embedding = Some(v.clone()),
+                _ => todo.push(i),
+            }
+        }
+        let texts: Vec<&str> = todo.iter().map(|&i| events[i].1.text.as_str()).collect();
+        let vectors = crate::embed::run(provider, &texts)?;
+        for (i, v) in todo.into_iter().zip(vectors) {
+            events[i].1.embedding = Some(v);
+        }
+        // A later event with an id already seen is skipped by the write; an id repeated within
+        // add_session's batch is stored once per line, so give repeats the first one's vector.
+        if !append {
+            let mut first: HashMap<String, Vec<f32>> = HashMap::new();
+            for (_, ev) in events.iter_mut() {
+                match (&ev.embedding, first.get(&ev.id)) {
+                    (Some(v), None) => {
+                        first.insert(ev.id.clone(), v.clone());
+                    }
+                    (None, Some(v)) if needs_vector(&ev.text) => ev.embedding = Some(v.clone()),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The live ADK entry that the episode `id` (found by the vector channel) stands for:
+    /// itself when it is an ADK event or memory, the entry it copies when it is a legacy
+    /// recall copy, else none.
+    fn recall_entry(&self, snap: &Snapshot<'_>, prefix: &[u8], id: &Uuid, now: i64) -> Result<Option<Uuid>> {
+        let Some(bytes) = self.store.get_episode_raw(snap, prefix, id)? else { return Ok(None) };
+        let r = RecordView::parse(*id, &bytes)?;
+        if !r.is_visible(now) {
+            return Ok(None);
+        }
+        if r.episode_type != LEGACY_RECALL_TYPE {
+            let mid = memory_id(r.event_id(), id);
+            let entries = index::memory_id_entries(&self.store, snap, prefix, &mid)?;
+            return Ok(entries.iter().any(|(u, _)| u == id).then_some(*id));
+        }
+        let Some(mid) = r.event_id() else { return Ok(None) };
+        for (u, _) in index::memory_id_entries(&self.store, snap, prefix, mid)? {
+            let Some(b) = self.store.get_episode_raw(snap, prefix, &u)? else { continue };
+            let e = RecordView::parse(u, &b)?;
+            if e.is_visible(now) && e.session_id() == r.session_id() {
+                return Ok(Some(u));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `Mnem::recall` with the query vector (if any) in `q.vector`.
+    pub(crate) fn recall(&self, ns: &Namespace, q: &RecallQuery) -> Result<Vec<Memory>> {
+        q.validate()?;
+        if q.limit == 0 || !needs_vector(&q.text) {
+            return Ok(Vec::new());
+        }
+        let prefix = ns.prefix();
+        let now = now_ms();
+        let semantic = q.vector.is_some() && q.semantic_weight > 0.0;
+        // As in hybrid search: a cached graph is read-locked before the snapshot.
+        let ticket = self.vectors.ticket(ns);
+        let cached = if semantic { self.vectors.cached(ns) } else { None };
+        let snap = self.read_snapshot()?;
+        let vectors = match cached {
+            Some(g) => Some(g),
+            None if semantic => self.vectors.load(&self.store, &snap, ns, ticket)?,
+            None => None,
+        };
+        if let (Some(ix), Some(v)) = (&vectors, &q.vector) {
+            let dim = ix.hnsw.dim();
+            if v.len() != dim {
+                return Err(Error::invalid(format!(
+                    "`vector` has {} dimensions; this namespace's vectors have {dim}",
+                    v.len()
+                )));
+            }
+        }
+        let vectors = vectors.filter(|ix| ix.has_live(now));
+        let (w_lex, w_sem) = match &vectors {
+            Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
+            None => (1.0, 0.0),
+        };
+        let mut semantic: Vec<Uuid> = Vec::new();
+        if let (Some(ix), Some(v), true) = (vectors, &q.vector, w_sem > 0.0) {
+            let pool = q.limit.saturating_mul(q.candidates);
+            let keep = |id: &Uuid| matches!(self.recall_entry(&snap, &prefix, id, now), Ok(Some(_)));
+            let found: Vec<Uuid> = ix.nearest(v, pool, now, keep).into_iter().map(|(id, _)| id).collect();
+            drop(ix);
+            let mut seen = HashSet::new();
+            for id in found {
+                if let Some(entry) = self.recall_entry(&snap, &prefix, &id, now)? {
+                    if seen.insert(entry) {
+                        semantic.push(entry);
+                    }
+                }
+            }
+        }
+        let lexical: Vec<(Uuid, String)> = if w_lex > 0.0 {
+            search::search(&self.store, &snap, &prefix, &q.text, now)?
+                .into_iter()
+                .map(|e| (e.uuid, e.memory_id))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let ids: Vec<Uuid> = lexical.iter().map(|(u, _)| *u).collect();
+        let mut out = Vec::with_capacity(q.limit);
+        for (id, ..) in fuse(&ids, &semantic, w_lex, w_sem) {
+            if out.len() == q.limit {
+                break;
+            }
+            let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &id)? else { continue };
+            let view = RecordView::parse(id, &bytes)?;
+            if !view.is_visible(now) {
+                continue;
+            }
+            out.push(Memory {
+                id: memory_id(view.event_id(), &id),
+                content: view.content().map(str::to_owned),
+                author: view.author().map(str::to_owned),
+                timestamp: view.timestamp(),
+            });
+        }
+        Ok(out)
+    }
+}
