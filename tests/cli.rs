@@ -285,3 +285,53 @@ fn a_reader_works_beside_a_writing_process() {
     assert!(child.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A deterministic embedder command: 3 numbers from a text's length and letters.
+const EMBEDDER: &str = r#"import json, sys
+for line in sys.stdin:
+    t = json.loads(line)
+    print(json.dumps([1.0, (len(t) % 7) / 7 + 0.1, t.count("r") / 10 + 0.2]), flush=True)
+"#;
+
+#[test]
+fn search_embeds_the_query_through_an_embedder_command() {
+    let dir = tempdir("embedder");
+    build(&dir);
+    let script = format!("{dir}-embed.py");
+    std::fs::write(&script, EMBEDDER).unwrap();
+    let cmd = format!("python3 {script}");
+    let text = "marmalade river";
+    // What the command answers for the text, passed as --vector: the same search.
+    let mut child = Command::new("sh").args(["-c", &cmd]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write;
+        writeln!(child.stdin.take().unwrap(), "{}", serde_json::to_string(text).unwrap()).unwrap();
+    }
+    let vector = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap().trim().to_string();
+    for kind in ["hybrid", "recall"] {
+        let base = ["search", &dir, "--app", "app", "--user", "alice", "--kind", kind, "--json"];
+        let embedded = run_ok(&[&base[..], &["--embedder", &cmd, text]].concat());
+        let given = run_ok(&[&base[..], &["--vector", &vector, text]].concat());
+        assert_eq!(String::from_utf8_lossy(&embedded), String::from_utf8_lossy(&given), "--kind {kind}");
+        if kind == "hybrid" {
+            let v: Value = serde_json::from_slice(&embedded).unwrap();
+            let semantic = v["results"].as_array().unwrap().iter().filter(|r| r["semantic_score"].as_f64() > Some(0.0));
+            assert!(semantic.count() > 0, "the embedded query reached the vector channel: {v}");
+        }
+    }
+    // A command that fails is the embedder's failure, named, and nothing is printed.
+    let o = run(&["search", &dir, "--app", "app", "--user", "alice", "--kind", "hybrid", "--embedder", "exit 3", text]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!((code(&o), o.stdout.is_empty()), (8, true), "{err}");
+    assert!(err.contains("--embedder \"exit 3\""), "{err}");
+    // --embedder is refused where no vector is used, and beside --vector.
+    for extra in [
+        &["--kind", "keyword", "--embedder", "true"][..],
+        &["--kind", "hybrid", "--embedder", "true", "--vector", "[1]"],
+    ] {
+        let o = run(&[&["search", &dir, "--app", "app", "--user", "alice"][..], extra, &[text]].concat());
+        assert_eq!(code(&o), 2, "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let _ = std::fs::remove_file(&script);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -7,10 +7,14 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mnem::{Error, HybridQuery, KeywordQuery, LexicalQuery, Mnem, Namespace, OpenOptions, Status};
+use mnem::{
+    EmbeddingProvider, Error, HybridQuery, KeywordQuery, LexicalQuery, Mnem, Namespace, OpenOptions, RecallQuery,
+    Status,
+};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::process::ExitCode;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ChildStdout, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
 
 const EXIT_CODES: &str = "\
 EXIT STATUS
@@ -21,7 +25,8 @@ EXIT STATUS
     4   corruption: the store is damaged (check found a problem, or a read failed on damage)
     5   busy: the store is open for writing in another process
     6   incompatible: the store was written by a newer mnem, or needs a read-write open to upgrade
-    7   read-only: a write through a read-only open";
+    7   read-only: a write through a read-only open
+    8   the embedder failed: the --embedder command did not answer a vector";
 
 #[derive(Parser)]
 #[command(name = "mnem", version, about = "Inspect and manage a mnem store", after_help = EXIT_CODES)]
@@ -61,8 +66,12 @@ enum Kind {
     Keyword,
     /// One bounded BM25 page over a scan (mnem_lexical_page).
     Page,
-    /// BM25 fused with vector search (mnem_hybrid_search); lexical only without --vector.
+    /// BM25 fused with vector search (mnem_hybrid_search); lexical only without --vector or
+    /// --embedder.
     Hybrid,
+    /// ADK memory search with semantic recall (mnem_recall): ADK's ranking fused with the
+    /// nearest ADK events; ADK's ranking alone without --vector or --embedder.
+    Recall,
 }
 
 #[derive(Subcommand)]
@@ -91,9 +100,10 @@ store read-only. With --json, one JSON object per line: {\"app_name\",\"user_id\
     /// Search one namespace.
     #[command(long_about = "Search one namespace. --kind adk (default) ranks like google-adk's \
 InMemoryMemoryService (mnem_search); keyword is BM25 (mnem_keyword_search); page is one bounded \
-BM25 scan page (mnem_lexical_page); hybrid fuses BM25 and vectors (mnem_hybrid_search; give \
---vector as a JSON array, else it is lexical only). With --json the output is exactly the JSON \
-the C function writes. Opens the store read-only.")]
+BM25 scan page (mnem_lexical_page); hybrid fuses BM25 and vectors (mnem_hybrid_search); recall \
+is ADK's ranking with semantic recall (mnem_recall). For hybrid and recall give --vector as a \
+JSON array, or --embedder CMD to embed the query text, else they are lexical only. With --json \
+the output is exactly the JSON the C function writes. Opens the store read-only.")]
     Search {
         #[command(flatten)]
         store: Store,
@@ -105,12 +115,17 @@ the C function writes. Opens the store read-only.")]
         /// Results wanted (keyword, page, hybrid); the C function's default when omitted.
         #[arg(long)]
         limit: Option<u32>,
-        /// Hybrid only: the query vector, a JSON array of numbers.
+        /// Hybrid and recall: the query vector, a JSON array of numbers.
         #[arg(long)]
         vector: Option<String>,
-        /// Hybrid only: the semantic weight, 0 to 1.
+        /// Hybrid and recall: the semantic weight, 0 to 1.
         #[arg(long)]
         semantic_weight: Option<f64>,
+        /// Hybrid and recall: embed the query text with CMD (run by `sh -c`), which reads one
+        /// text per line as a JSON string on stdin and writes one JSON array of numbers per
+        /// line on stdout.
+        #[arg(long, value_name = "CMD")]
+        embedder: Option<String>,
         /// Print exactly the JSON the C function writes, instead of a table.
         #[arg(long)]
         json: bool,
@@ -213,6 +228,7 @@ impl From<Error> for Fail {
             Status::Busy => 5,
             Status::Incompatible => 6,
             Status::ReadOnly => 7,
+            Status::EmbedderFailed => 8,
             _ => 1,
         };
         Fail { code, message: e.message }
@@ -270,8 +286,9 @@ fn run(cmd: Command) -> Outcome {
     match cmd {
         Command::Info { store, json } => info(&store.store, json),
         Command::Namespaces { store, json } => namespaces(&store.store, json),
-        Command::Search { store, ns, kind, limit, vector, semantic_weight, json, query } => {
-            search(&store.store, &ns, kind, limit, vector, semantic_weight, json, &query)
+        Command::Search { store, ns, kind, limit, vector, semantic_weight, embedder, json, query } => {
+            let q = SearchArgs { kind, limit, vector, weight: semantic_weight, embedder };
+            search(&store.store, &ns, q, json, &query)
         }
         Command::Get { store, ns, json, ids } => get(&store.store, &ns, json, &ids),
         Command::Export { store, app, user } => export(&store.store, app.zip(user)),
@@ -349,33 +366,41 @@ fn one_line(s: &str, max: usize) -> String {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn search(
-    path: &str,
-    ns: &Ns,
+/// What `mnem search` was asked, beside the store, namespace and text.
+struct SearchArgs {
     kind: Kind,
     limit: Option<u32>,
     vector: Option<String>,
     weight: Option<f64>,
-    as_json: bool,
-    query: &str,
-) -> Outcome {
+    embedder: Option<String>,
+}
+
+fn search(path: &str, ns: &Ns, args: SearchArgs, as_json: bool, query: &str) -> Outcome {
+    let SearchArgs { kind, limit, vector, weight, embedder } = args;
     let m = open(path, false, false)?;
     let namespace = Namespace::new(&ns.app, &ns.user);
     let mut q = json!({"text": query});
     if let Some(l) = limit {
         q["limit"] = json!(l);
     }
-    if !matches!(kind, Kind::Hybrid) && (vector.is_some() || weight.is_some()) {
-        return Err(fail(2, "--vector and --semantic-weight apply to --kind hybrid only"));
+    let semantic = matches!(kind, Kind::Hybrid | Kind::Recall);
+    if !semantic && (vector.is_some() || weight.is_some() || embedder.is_some()) {
+        return Err(fail(2, "--vector, --semantic-weight and --embedder apply to --kind hybrid and recall only"));
     }
     if matches!(kind, Kind::Adk) && limit.is_some() {
         return Err(fail(2, "--limit does not apply to --kind adk (ADK returns at most 10)"));
+    }
+    if vector.is_some() && embedder.is_some() {
+        return Err(fail(2, "give --vector or --embedder, not both"));
     }
     if let Some(v) = &vector {
         q["vector"] = serde_json::from_str::<Value>(v).map_err(|e| fail(2, format!("--vector is not JSON: {e}")))?;
     }
     if let Some(w) = weight {
         q["semantic_weight"] = json!(w);
+    }
+    if let Some(cmd) = embedder {
+        m.set_embedder(Some(Arc::new(CommandEmbedder::start(&cmd)?)));
     }
     let q = q.to_string();
     let mut out = Vec::new();
@@ -390,6 +415,7 @@ fn search(
         Kind::Hybrid => {
             mnem::output::write_hybrid_results(&mut out, &m.hybrid_search(&namespace, &HybridQuery::parse(&q)?)?)
         }
+        Kind::Recall => out = m.recall(&namespace, &RecallQuery::parse(&q)?)?,
     }
     if as_json {
         out.push(b'\n');
@@ -398,7 +424,7 @@ fn search(
     let v: Value = serde_json::from_slice(&out).expect("search output is JSON");
     let mut table = format!("{:>4} {:>10}  {:<36}  TEXT\n", "RANK", "SCORE", "ID");
     let rows: Vec<(String, String, String)> = match kind {
-        Kind::Adk => v["memories"]
+        Kind::Adk | Kind::Recall => v["memories"]
             .as_array()
             .into_iter()
             .flatten()
@@ -514,6 +540,56 @@ fn check(path: &str, as_json: bool) -> Outcome {
         Some(e) => {
             let code = if e.status == Status::Corruption { 4 } else { Fail::from(e.clone()).code };
             Err(fail(code, format!("check failed: {} ({})", e.message, e.status.name())))
+        }
+    }
+}
+
+/// An embedder that is a command the tool starts once (`sh -c CMD`) and talks to through
+/// pipes: one text per line as a JSON string on its stdin (so newlines in a text cannot
+/// split it), one JSON array of numbers per line back on its stdout. A model in any
+/// language fits behind it.
+struct CommandEmbedder {
+    cmd: String,
+    io: Mutex<(Child, ChildStdin, BufReader<ChildStdout>)>,
+}
+
+impl CommandEmbedder {
+    fn start(cmd: &str) -> Result<CommandEmbedder, Fail> {
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| fail(2, format!("--embedder: cannot start {cmd:?}: {e}")))?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(CommandEmbedder { cmd: cmd.to_string(), io: Mutex::new((child, stdin, stdout)) })
+    }
+}
+
+impl EmbeddingProvider for CommandEmbedder {
+    fn embed(&self, text: &str) -> mnem::Result<Vec<f32>> {
+        let failed = |what: String| Error::new(Status::EmbedderFailed, format!("--embedder {:?}: {what}", self.cmd));
+        let mut io = self.io.lock().map_err(|_| failed("an earlier call panicked".into()))?;
+        let (_, stdin, stdout) = &mut *io;
+        let line = serde_json::to_string(text).expect("a string is JSON");
+        writeln!(stdin, "{line}").and_then(|()| stdin.flush()).map_err(|e| failed(format!("cannot write: {e}")))?;
+        let mut answer = String::new();
+        match stdout.read_line(&mut answer) {
+            Ok(0) => Err(failed("exited without answering".into())),
+            Ok(_) => serde_json::from_str::<Vec<f32>>(answer.trim_end())
+                .map_err(|e| failed(format!("answered {:?}, not a JSON array of numbers: {e}", one_line(&answer, 60)))),
+            Err(e) => Err(failed(format!("cannot read: {e}"))),
+        }
+    }
+}
+
+impl Drop for CommandEmbedder {
+    fn drop(&mut self) {
+        if let Ok(mut io) = self.io.lock() {
+            let _ = io.0.kill();
+            let _ = io.0.wait();
         }
     }
 }
