@@ -141,7 +141,7 @@ fn storage_statuses() -> BTreeSet<&'static str> {
             | ColumnFamilyDropped | Unknown => {}
         }
     }
-    kinds.iter().map(|k| mnem::error::storage_status(k).name()).collect()
+    kinds.iter().map(|k| mnem::store::storage_status(k).name()).collect()
 }
 
 /// What the structure of a declaration says the function must document.

@@ -16,6 +16,10 @@
 mod rocks;
 pub(crate) mod runs;
 
+/// The status each kind of RocksDB error becomes (tests check every one has its header entry).
+#[doc(hidden)]
+pub use rocks::storage_status;
+
 use crate::error::{Error, Result, Status};
 use crate::keys::{self, Namespace};
 use runs::Postings;

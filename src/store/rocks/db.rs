@@ -376,3 +376,21 @@ fn lock_dir(dir: &Path) -> Result<File> {
     })?;
     Ok(file)
 }
+
+/// The status a RocksDB error becomes. mnem checks its arguments itself, so the engine's
+/// own NotFound and InvalidArgument (a missing file, options it refuses) are failures of the
+/// engine, IO, like every kind without a status of its own.
+pub fn storage_status(kind: &rocksdb::ErrorKind) -> Status {
+    use rocksdb::ErrorKind;
+    match kind {
+        ErrorKind::Corruption => Status::Corruption,
+        ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain => Status::Busy,
+        _ => Status::Io,
+    }
+}
+
+impl From<rocksdb::Error> for Error {
+    fn from(e: rocksdb::Error) -> Error {
+        Error::new(storage_status(&e.kind()), format!("rocksdb: {}", e.into_string()))
+    }
+}

@@ -4,6 +4,8 @@
 mod db;
 mod deferred;
 
+pub use db::storage_status;
+
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::store::runs::{Overlay, RunOps};
