@@ -77,6 +77,9 @@ type Error struct {
 	Op      string // the C function without its "mnem_" prefix, e.g. "open"
 	Status  Status
 	Message string
+	// Cause is the error an embedder given to this call returned, when the
+	// status is StatusEmbedderFailed because of it (else nil).
+	Cause error
 }
 
 func (e *Error) Error() string {
@@ -94,8 +97,14 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap exposes the Status so errors.Is works against the sentinels.
-func (e *Error) Unwrap() error { return e.Status }
+// Unwrap exposes the Status, and the Cause when there is one, so errors.Is
+// works against the sentinels and against an embedder's own errors.
+func (e *Error) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Status, e.Cause}
+	}
+	return []error{e.Status}
+}
 
 func invalidArg(op, msg string) *Error {
 	return &Error{Op: op, Status: StatusInvalidArgument, Message: msg}

@@ -9,6 +9,7 @@ extern int32_t mnemGoEmbed(void *user_data, mnem_str text, float *out, size_t ou
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/cgo"
@@ -30,6 +31,39 @@ type EmbedderFunc func(text string) ([]float32, error)
 
 // Embed calls f(text).
 func (f EmbedderFunc) Embed(text string) ([]float32, error) { return f(text) }
+
+// recording is the embedder of one call: it keeps the error it last returned,
+// so that the call's ErrEmbedderFailed can carry it (Error.Cause).
+type recording struct {
+	e    Embedder
+	mu   sync.Mutex
+	last error
+}
+
+func (r *recording) Embed(text string) ([]float32, error) {
+	v, err := r.e.Embed(text)
+	if err != nil {
+		r.mu.Lock()
+		r.last = err
+		r.mu.Unlock()
+	}
+	return v, err
+}
+
+func (r *recording) cause() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// withCause gives an embedder failure of one call the embedder's own error.
+func withCause(err error, r *recording) error {
+	var me *Error
+	if errors.As(err, &me) && me.Status == StatusEmbedderFailed {
+		me.Cause = r.cause()
+	}
+	return err
+}
 
 // embedders holds what a Store registered: a call in flight may still use an
 // embedder replaced since, so each lives (and its C cell stays allocated) until Close.
@@ -131,7 +165,8 @@ func (s *Store) HybridSearchText(app, user string, q HybridQuery, e Embedder) ([
 	if e == nil {
 		return s.HybridSearch(app, user, q)
 	}
-	p := newCell(e)
+	rec := &recording{e: e}
+	p := newCell(rec)
 	defer freeCell(p)
 	var resp struct {
 		Results []HybridResult `json:"results"`
@@ -140,8 +175,8 @@ func (s *Store) HybridSearchText(app, user string, q HybridQuery, e Embedder) ([
 		return C.mnem_hybrid_search_with(h, a, u, qs, C.mnem_embed_fn(C.mnemGoEmbed), p, o, c, n, cerr)
 	}
 	err := s.typedQuery("hybrid_search_with", fn, app, user, q, &resp)
-	runtime.KeepAlive(e)
-	return resp.Results, err
+	runtime.KeepAlive(rec)
+	return resp.Results, withCause(err, rec)
 }
 
 // RecallQuery is a mnem_recall query: ADK search_memory with semantic recall.

@@ -263,8 +263,8 @@ func TestHybrid(t *testing.T) {
 	boom := errors.New("model offline")
 	_, err = s.HybridSearchText(app, user, HybridQuery{Text: "apple", Limit: 3}, &countingEmbedder{err: boom})
 	wantStatus(t, err, StatusEmbedderFailed, "a failing embedder")
-	if !errors.Is(err, ErrEmbedderFailed) || !strings.Contains(err.Error(), "the embedder failed: "+boom.Error()) {
-		t.Fatalf("embedder error: %v", err)
+	if !errors.Is(err, ErrEmbedderFailed) || !errors.Is(err, boom) || !strings.Contains(err.Error(), "the embedder failed: "+boom.Error()) {
+		t.Fatalf("embedder error: %v (errors.Is the embedder's own error: %v)", err, errors.Is(err, boom))
 	}
 	// A registered embedder: the answer equals the explicit vector's (differential).
 	hash := EmbedderFunc(func(t string) ([]float32, error) {
