@@ -405,32 +405,14 @@ void test_typed() {
   CHECK(b.id == ids[1] && b.episode_type == "episode" && b.tags.empty());
   CHECK(!b.author && !b.session_id && !b.event_id && !b.timestamp && !b.expires_at_ms);
   CHECK(b.content.is_null() && b.metadata == nlohmann::json::object());  // the library writes {} for no metadata
-  // The typed call returns what the raw call says.
-  auto raw = nlohmann::json::parse(s.keyword_search(A, U, R"({"text":"brown fox"})"));
-  CHECK(raw["results"][0]["score"].get<double>() == hits[0].score);
-
-  kq.tag = "y";
-  CHECK(s.keyword_search(A, U, kq).size() == 1);
-  kq.tag.reset();
-  kq.limit = 1;
-  CHECK(s.keyword_search(A, U, kq).size() == 1);
-
-  mnem::SubstringQuery sq;
-  sq.text = "TYPED BROWN";
-  auto subs = s.substring_search(A, U, sq);
-  CHECK(subs.size() == 2 && subs[0].id < subs[1].id);
-
+  // Typed keyword, substring and lexical-page queries (tag, limit, scan_limit, after): their ids
+  // and scores against the raw ones, by bindings/cpp/conformance.cpp on every such query of
+  // tests/conformance. Here: the page's counters it does not compare.
   mnem::LexicalPageQuery lq;
   lq.text = "brown";
   lq.scan_limit = 1;
   mnem::LexicalPage page = s.lexical_page(A, U, lq);
-  CHECK(page.hits.size() == 1 && page.scanned_records == 1 && !page.exhaustive && page.next_after);
   CHECK(page.scanned_bytes > 0 && page.matched_records == 1 && page.corpus_records == 1);
-  if (page.next_after) {
-    lq.after = page.next_after;
-    mnem::LexicalPage next = s.lexical_page(A, U, lq);
-    CHECK(next.hits.size() == 1 && next.hits[0].record.id != page.hits[0].record.id);
-  }
 
   mnem::HybridQuery hq;
   hq.text = "zzz";
