@@ -148,8 +148,6 @@ void test_status_table() {
 void test_basics() {
   CHECK(mnem::abi_version() == MNEM_ABI_VERSION);
   CHECK(std::string(mnem::version()).size() > 0);
-  CHECK(std::string(mnem::status_name(MNEM_STATUS_BUSY)) == "BUSY");
-  CHECK(std::string(mnem::status_name(12345)) == "UNKNOWN");
   test_status_table();
   static_assert(!std::is_copy_constructible_v<mnem::Store>);
   static_assert(!std::is_copy_assignable_v<mnem::Store>);
@@ -192,7 +190,7 @@ void test_move() {
   CHECK(v.size() == 2 && v[0].get() == h && v[1].is_open());
 }
 
-// Open statuses, options and READ_ONLY writes: tests/conformance (open_*, persistence). Here:
+// Open statuses, options, BUSY and READ_ONLY writes: tests/conformance (open_*, persistence). Here:
 // what mnem::Error carries and how it is caught.
 void test_open_errors() {
   TempDir dir;
@@ -208,12 +206,6 @@ void test_open_errors() {
     const std::runtime_error& base = e;  // catchable as std::runtime_error
     CHECK(contains(base.what(), "NOT_FOUND"));
   }
-  {
-    mnem::Store s(dir.path, MNEM_OPEN_CREATE);
-    CHECK_THROWS(MNEM_STATUS_BUSY, mnem::Store t(dir.path, MNEM_OPEN_CREATE));
-  }
-  mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.put_episodes(A, U, R"({"primary":"x"})"));
 }
 
 // Refused input: tests/conformance. Here: bytes that are not UTF-8 go through std::string
@@ -226,12 +218,6 @@ void test_bad_input() {
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.search(A, U, bad));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, R"({"primary":")" + bad + "\"}"));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.keyword_search(A, U, R"({"text":")" + bad + "\"}"));
-  try {
-    s.put_episodes(A, U, "{\"primary\":\"alpha one\"}\n{\"primary\": \"alpha two\"");
-    CHECK(false && "malformed line accepted");
-  } catch (const mnem::Error& e) {
-    CHECK(e.status() == MNEM_STATUS_INVALID_ARGUMENT && contains(e.message(), "line 2"));
-  }
 }
 
 struct CountingEmbedder : mnem::Embedder {
@@ -252,11 +238,8 @@ void test_hybrid() {
                             "{\"primary\":\"apple cherry\",\"embedding\":[0.7,0.7,0]}");
   CHECK(ids.size() == 3);
   if (ids.size() != 3) return;
-  std::string r = s.hybrid_search(A, U, R"({"text":"apple","vector":[0,1,0],"limit":10,"semantic_weight":0.5})");
-  CHECK(count(r, "\"keyword_score\"") == 3);
-  CHECK(count(r, "\"semantic_score\"") == 3);
-  CHECK(s.hybrid_search(A, U, R"({"text":"apple","limit":0})") == R"({"results":[]})");
-
+  // Fusion, scores and limit 0 of mnem_hybrid_search: tests/conformance (hybrid_search). Here:
+  // hybrid_search_text and its Embedder.
   CountingEmbedder emb({0.0f, 1.0f, 0.0f});
   mnem::HybridOptions o;
   o.limit = 0;
@@ -268,7 +251,7 @@ void test_hybrid() {
   CHECK(emb.calls == 0);
   o.semantic_weight = 1.0;
   o.limit = 1;
-  r = s.hybrid_search_text(A, U, "zzz \"quoted\"\n", emb, o);
+  std::string r = s.hybrid_search_text(A, U, "zzz \"quoted\"\n", emb, o);
   CHECK(emb.calls == 1);
   CHECK(count(r, "\"record\"") == 1 && contains(r, ids[1]));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "bad\xff", emb, o));
@@ -422,32 +405,14 @@ void test_typed() {
   CHECK(b.id == ids[1] && b.episode_type == "episode" && b.tags.empty());
   CHECK(!b.author && !b.session_id && !b.event_id && !b.timestamp && !b.expires_at_ms);
   CHECK(b.content.is_null() && b.metadata == nlohmann::json::object());  // the library writes {} for no metadata
-  // The typed call returns what the raw call says.
-  auto raw = nlohmann::json::parse(s.keyword_search(A, U, R"({"text":"brown fox"})"));
-  CHECK(raw["results"][0]["score"].get<double>() == hits[0].score);
-
-  kq.tag = "y";
-  CHECK(s.keyword_search(A, U, kq).size() == 1);
-  kq.tag.reset();
-  kq.limit = 1;
-  CHECK(s.keyword_search(A, U, kq).size() == 1);
-
-  mnem::SubstringQuery sq;
-  sq.text = "TYPED BROWN";
-  auto subs = s.substring_search(A, U, sq);
-  CHECK(subs.size() == 2 && subs[0].id < subs[1].id);
-
+  // Typed keyword, substring and lexical-page queries (tag, limit, scan_limit, after): their ids
+  // and scores against the raw ones, by bindings/cpp/conformance.cpp on every such query of
+  // tests/conformance. Here: the page's counters it does not compare.
   mnem::LexicalPageQuery lq;
   lq.text = "brown";
   lq.scan_limit = 1;
   mnem::LexicalPage page = s.lexical_page(A, U, lq);
-  CHECK(page.hits.size() == 1 && page.scanned_records == 1 && !page.exhaustive && page.next_after);
   CHECK(page.scanned_bytes > 0 && page.matched_records == 1 && page.corpus_records == 1);
-  if (page.next_after) {
-    lq.after = page.next_after;
-    mnem::LexicalPage next = s.lexical_page(A, U, lq);
-    CHECK(next.hits.size() == 1 && next.hits[0].record.id != page.hits[0].record.id);
-  }
 
   mnem::HybridQuery hq;
   hq.text = "zzz";
@@ -534,17 +499,6 @@ std::vector<std::string> fill(mnem::Store& s, const std::string& user) {
   return ids;
 }
 
-// Every search's raw answer for the namespace, concatenated.
-std::string answers(const mnem::Store& s, const std::string& user, const std::vector<std::string>& ids) {
-  std::string ids_jsonl;
-  for (const auto& id : ids) ids_jsonl += "\"" + id + "\"\n";
-  return s.search(A, user, "lighthouse") + s.keyword_search(A, user, R"({"text":"lighthouse","limit":100})") +
-         s.keyword_search(A, user, R"({"text":"lighthouse","tag":"log"})") +
-         s.hybrid_search(A, user, R"({"text":"lighthouse","vector":[0.1,0.9,0],"limit":10})") +
-         s.substring_search(A, user, R"({"text":"LIGHT","limit":100})") +
-         s.lexical_page(A, user, R"({"text":"lighthouse","limit":100})") + s.get_episodes(A, user, ids_jsonl);
-}
-
 std::vector<std::string> memory_ids(const mnem::Store& s, const std::string& user, const std::string& q) {
   std::vector<std::string> ids;
   for (const auto& m : s.search_memory(A, user, q)) ids.push_back(m.id);
@@ -562,26 +516,18 @@ void test_delete_session() {
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.delete_session(A, U, "s2"));
 }
 
+// What a forget leaves to the searches, and READ_ONLY: tests/conformance (forget_namespace,
+// check_backup_compact, persistence). Here: the bytes leave the files, through the wrapper.
 void test_forget() {
   TempDir dir;
-  std::vector<std::string> ids;
   {
     mnem::Store s(dir.path, MNEM_OPEN_CREATE);
-    ids = s.put_episodes(A, "alice", R"({"primary":"alice keeps marmalade","embedding":[1,0]})");
+    s.put_episodes(A, "alice", R"({"primary":"alice keeps marmalade","embedding":[1,0]})");
     s.add_session(A, "alice", "s", event("e1", "user", "1", text_content("user", "marmalade session")));
     s.put_episodes(A, "bob", R"({"primary":"bob grows quinceflower"})");
     s.add_session(A, "bob", "s", event("e1", "user", "1", text_content("user", "quinceflower session")));
     CHECK(!files_with(dir.path, "marmalade").empty());
     s.forget_namespace(A, "alice");
-    auto got = s.get_episodes(A, "alice", ids);
-    CHECK(got.size() == 1 && !got[0]);
-    CHECK(s.search_memory(A, "alice", "marmalade").empty());
-    mnem::NamespaceStats st = s.namespace_statistics(A, "alice");
-    CHECK(st.records.keys == 0 && st.live == 0 && st.buckets == 0 && !st.dimension);
-    auto all = s.all_namespaces();
-    CHECK(all.size() == 1 && all[0].ns == (mnem::Namespace{A, "bob"}) && all[0].episodes == 2);  // the episode and the event
-    CHECK((memory_ids(s, "bob", "quinceflower") == std::vector<std::string>{"e1"}));
-    s.forget_namespace(A, "nobody");
     CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.forget_namespace("bad\xff", "x"));
   }
   CHECK(files_with(dir.path, "marmalade").empty());
@@ -597,12 +543,10 @@ void test_forget() {
     CHECK(files_with(dir.path, "zyxgone plum").empty());
     CHECK(!files_with(dir.path, "quinceflower").empty());
   }
-  mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.forget_namespace(A, "bob"));
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.compact());
-  CHECK(memory_ids(ro, "bob", "quinceflower").size() == 1);
 }
 
+// Nulls for other namespaces, deleted and expired ids, and refused lines: tests/conformance
+// (get_episodes). Here: the typed result, the ids as lines, and the limit of 10000 ids.
 void test_get_episodes() {
   mnem::Store s(":memory:", MNEM_OPEN_CREATE);
   auto ids = s.put_episodes(A, U, R"({"primary":"first","tags":["t"]}
@@ -612,9 +556,6 @@ void test_get_episodes() {
   auto got = s.get_episodes(A, U, std::vector<std::string>{ids[0], missing, ids[1], ids[0]});
   CHECK(got.size() == 4 && got[0] && !got[1] && !got[2] && got[3]);
   if (got.size() == 4 && got[0]) CHECK(got[0]->id == ids[0] && got[0]->primary == "first" && got[0]->tags.at(0) == "t");
-  CHECK(s.get_episodes(A, U, "\"" + missing + "\"") == R"({"episodes":[null]})");
-  CHECK(s.get_episodes(A, "other", std::vector<std::string>{ids[0]}).at(0) == std::nullopt);
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.get_episodes(A, U, std::vector<std::string>{"not-a-uuid"}));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.get_episodes(A, U, std::vector<std::string>{"bad\xff"}));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.get_episodes(A, U, std::vector<std::string>(10001, missing)));
   CHECK(s.get_episodes(A, U, std::vector<std::string>(10000, missing)).size() == 10000);
@@ -643,15 +584,11 @@ void test_put_episodes_blank_lines() {
   auto again = s.put_episodes(A, U, batch);
   CHECK(again.size() == 3 && again[0] == a && again[2] == b);
   CHECK(s.put_episodes(A, "blank", "\n \t\r\n").empty() && s.put_episodes(A, "blank", "").empty());
-  try {
-    s.put_episodes(A, "bad", "{\"primary\":\"ok\"}\n\n \n{\"primary\":\"x\",\"colour\":1}");
-    CHECK(!"a bad line is refused");
-  } catch (const mnem::Error& e) {
-    CHECK(e.status() == MNEM_STATUS_INVALID_ARGUMENT && e.message().find("line 4") != std::string::npos);
-  }
-  CHECK(s.namespace_statistics(A, "bad").records.keys == 0);
+  // A bad line after blank lines, named by its number: tests/conformance (episodes_invalid).
 }
 
+// Raw listings, pages and refused queries: tests/conformance (list_namespaces). Here: the typed
+// query and page, and all_namespaces' paging.
 void test_namespaces() {
   mnem::Store s(":memory:", MNEM_OPEN_CREATE);
   // Key order: byte length of app_name, its bytes, then likewise user_id.
@@ -688,14 +625,12 @@ void test_namespaces() {
   q = mnem::NamespaceQuery{};
   q.after = mnem::Namespace{"b", "z"};  // absent: from the next in key order
   CHECK(s.list_namespaces(q).namespaces.at(0).ns == (mnem::Namespace{"b", "aa"}));
-  CHECK(s.list_namespaces(R"({"limit":1})") ==
-        R"({"namespaces":[{"app_name":"","user_id":"z","episodes":1}],"next_after":{"app_name":"","user_id":"z"}})");
   q = mnem::NamespaceQuery{};
   q.limit = 1001;
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.list_namespaces(q));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.list_namespaces(R"({"cursor":null})"));
 }
 
+// The raw report: tests/conformance (namespace_stats). Here: every field of the typed one.
 void test_namespace_stats() {
   mnem::Store s(":memory:", MNEM_OPEN_CREATE);
   auto ids = s.put_episodes(A, U, R"({"primary":"live one","embedding":[1,0,0]}
@@ -717,35 +652,21 @@ void test_namespace_stats() {
   CHECK(st.adk.keys > 0 && st.bm25_index.keys > 0 && st.adk_index.keys > 0 && st.vector_index.keys > 0);
   mnem::NamespaceStats none = s.namespace_statistics(A, "nobody");
   CHECK(none.records.keys == 0 && none.live == 0 && none.buckets == 0 && !none.dimension && none.approximate_file_bytes == 0);
-  CHECK(contains(s.namespace_stats(A, "nobody"), R"("dimension":null)"));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.namespace_stats(A, "bad\xff"));
 }
 
+// Export and import answers, refused imports, pages and cursors, and READ_ONLY: tests/conformance
+// (export_import, export_page, persistence). Here: outputs larger than the first buffer, and
+// export_to and export_all_to, which stream pages into an std::ostream.
 void test_export_import() {
   mnem::Store src(":memory:", MNEM_OPEN_CREATE);
-  auto ids = fill(src, "alice");
+  fill(src, "alice");
   fill(src, "bob");
-  const std::string want = answers(src, "alice", ids);
-  CHECK(contains(want, "lighthouse keeper") && contains(want, R"("e1")"));
   const std::string dump = src.export_jsonl(A, "alice");
-  CHECK(contains(dump, R"("type":"header")") && contains(dump, R"("type":"end")") && !contains(dump, R"("bob")"));
-
-  mnem::Store dst(":memory:", MNEM_OPEN_CREATE);
-  CHECK(dst.import_jsonl(dump) == 7);
-  CHECK(answers(dst, "alice", ids) == want);
-  CHECK(dst.export_jsonl(A, "alice") == dump);
-  CHECK(dst.add_events(A, "alice", "s3", event("e2", "user", "5", text_content("user", "again"))) == 0);
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, dst.import_jsonl(dump));  // occupied
-
   const std::string all = src.export_all_jsonl();
-  CHECK(contains(all, R"("bob")") && contains(all, R"("alice")"));
-  std::string cut = all.substr(0, all.rfind('\n', all.size() - 2) + 1);  // without the end line
+  CHECK(contains(all, R"("bob")") && contains(all, R"("alice")") && !contains(dump, R"("bob")"));
   mnem::Store fresh(":memory:", MNEM_OPEN_CREATE);
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, fresh.import_jsonl(cut));
-  CHECK(fresh.all_namespaces().empty());
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, fresh.import_jsonl("{\"type\":\"header\"}\nnot json\n"));
   CHECK(fresh.import_jsonl(all) == 14);
-  CHECK(answers(fresh, "alice", ids) == want);
   CHECK(fresh.export_all_jsonl() == all);
 
   // Larger than the first buffer.
@@ -758,23 +679,11 @@ void test_export_import() {
   mnem::Store big2(":memory:", MNEM_OPEN_CREATE);
   CHECK(big2.import_jsonl(bigdump) == 300);
 
-  // Pages concatenate to the export; export_to streams them.
-  std::string paged, cursor;
-  int pages = 0;
-  for (;;) {
-    auto page = nlohmann::json::parse(src.export_page(A, "alice", false, cursor, 300));
-    ++pages;
-    paged += page.at("lines").get<std::string>();
-    if (page.at("next_cursor").is_null()) break;
-    cursor = page.at("next_cursor").get<std::string>();
-  }
-  CHECK(pages >= 3 && paged == dump);
   std::ostringstream streamed;
   CHECK(src.export_to(streamed, A, "alice", 300) == dump.size() && streamed.str() == dump);
   std::ostringstream streamed_all;
   CHECK(src.export_all_to(streamed_all, 300) == all.size() && streamed_all.str() == all);
   CHECK(src.export_all_to(streamed_all) == all.size());  // default page size: one page here
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, src.export_page(A, "alice", false, "not a cursor", 300));
   std::ostringstream broken;
   broken.setstate(std::ios_base::badbit);
   bool threw = false;
@@ -784,37 +693,18 @@ void test_export_import() {
     threw = true;
   }
   CHECK(threw);
-
-  TempDir dir;
-  { mnem::Store create(dir.path, MNEM_OPEN_CREATE); }
-  mnem::Store ro(dir.path, MNEM_OPEN_READ_ONLY);
-  CHECK_THROWS(MNEM_STATUS_READ_ONLY, ro.import_jsonl(dump));
   CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, src.export_jsonl("bad\xff", U));
 }
 
-void test_check_backup() {
-  TempDir dir, dest_parent;
+// The raw report, backups and their refusals: tests/conformance (check_backup_compact). Here:
+// the typed report, parsed from the library's and from a problem's JSON.
+void test_check_report() {
+  TempDir dir;
   mnem::Store s(dir.path, MNEM_OPEN_CREATE);
-  auto ids = fill(s, "alice");
-  const std::string want = answers(s, "alice", ids);
+  fill(s, "alice");
   mnem::CheckReport r = s.check_report();
   CHECK(r.ok && !r.problem && r.episodes == 7 && r.episode_keys == 7 && r.meta_keys > 0 && r.adk_keys > 0 &&
         r.index_keys > 0 && r.bytes > 0);
-  CHECK(s.check().rfind(R"({"ok":true,)", 0) == 0);
-
-  const std::string dest = dest_parent.path + "/backup";
-  s.backup(dest);
-  s.put_episodes(A, "alice", R"({"primary":"lighthouse written after the backup"})");
-  {
-    mnem::Store b(dest, MNEM_OPEN_READ_ONLY);
-    CHECK(answers(b, "alice", ids) == want);
-    CHECK(b.check_report().ok);
-    CHECK_THROWS(MNEM_STATUS_READ_ONLY, b.backup(dest_parent.path + "/ro"));
-  }
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.backup(dest));
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.backup(""));
-  mnem::Store mem(":memory:", MNEM_OPEN_CREATE);
-  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, mem.backup(dest_parent.path + "/mem"));
 
   // A problem's status name maps to the status.
   auto bad = nlohmann::json::parse(
@@ -876,7 +766,7 @@ int main() {
   run("namespaces", test_namespaces);
   run("namespace_stats", test_namespace_stats);
   run("export_import", test_export_import);
-  run("check_backup", test_check_backup);
+  run("check_report", test_check_report);
   run("check_corruption", test_check_corruption);
   std::cout << passed << " passed, " << failed << " failed" << std::endl;
   return failed == 0 ? 0 : 1;

@@ -44,13 +44,7 @@ def test_library_exports_every_planned_function():
     lib = L.lib()
     assert lib.missing == [], f"{lib.path} lacks {lib.missing}"
     assert mnem.abi_version() == 1
-    assert mnem.version()
-    assert mnem.status_name(0) == "OK"
-    assert mnem.status_name(1) == "INVALID_ARGUMENT"
-    assert mnem.status_name(2) == "BUFFER_TOO_SMALL"
-    assert mnem.status_name(4) == "BUSY"
-    assert mnem.status_name(100) == "INTERNAL"
-    assert mnem.status_name(12345) == "UNKNOWN"
+    assert mnem.version()  # status names and messages: the corpus (static_names)
     lib.mnem_free(None)  # no-op
 
 
@@ -63,16 +57,6 @@ def test_open_close_memory_store():
     assert s.closed
     with pytest.raises(ValueError):
         s.search(APP, USER, "hello")
-
-
-@pytest.mark.parametrize("memory", [True, False], ids=[":memory:", "dir"])
-def test_flush(store_dir, memory):
-    # Same behaviour for both kinds of store (include/mnem.h, mnem_flush): flush succeeds; the
-    # data stays readable.
-    with mnem.Store(":memory:" if memory else store_dir) as s:
-        s.add_session(APP, USER, "s1", jl(ev("e1", "flushed")))
-        s.flush()
-        assert ids(s.search(APP, USER, "flushed")) == ["e1"]
 
 
 def test_invalid_utf8_is_rejected():
@@ -178,9 +162,7 @@ def test_put_episodes_ids_skip_blank_and_whitespace_lines(monkeypatch, guess):
         assert s.namespace_stats(APP, USER)["live"] == 4
         assert [e["revision"] for e in s.get_episodes(APP, USER, [a, b])] == [2, 2]
         assert s.put_episodes(APP, "blank", "\n \t\r\n") == [] and s.put_episodes(APP, "blank", []) == []
-        with pytest.raises(mnem.InvalidArgument, match="line 4"):
-            s.put_episodes(APP, "bad", '{"primary":"ok"}\n\n \n{"primary":"x","colour":1}')
-        assert s.namespace_stats(APP, "bad")["records"]["keys"] == 0
+        # A bad line after blank lines, named by its number: the corpus (episodes_invalid).
 
 
 class CountingEmbedder:
@@ -215,10 +197,6 @@ def test_hybrid_search_and_embedder_bypass():
         assert {r["record"]["primary"] for r in lexical} == {"red apple pie", "green apple"}
         assert all(r["score"] == r["keyword_score"] for r in lexical)
         assert all(r["semantic_score"] == 0 for r in lexical)
-        with pytest.raises(mnem.InvalidArgument):
-            s.hybrid_search(APP, USER, {"text": "apple", "semantic_weight": 1.5})
-        with pytest.raises(mnem.InvalidArgument):
-            s.put_episodes(APP, USER, [{"primary": "bad dim", "embedding": [1.0, 2.0]}])
 
 
 def test_concurrent_readers_and_writer():
