@@ -111,10 +111,12 @@ fn compact_erases_what_deletes_left_in_the_files() {
         m.flush().unwrap();
     }
     let m = open(&dir);
-    assert!(!files_contain(&dir, b"zyxdeleted said").is_empty());
+    // The word alone: LZ4 may store a phrase as a literal and a back-reference (to an event
+    // id, say), but a word's first occurrence in a block is a literal.
+    assert!(!files_contain(&dir, b"zyxdeleted").is_empty());
     assert_eq!(m.delete_session(&ns, "gone").unwrap(), 30);
     // A delete hides the text at once; older table files keep its bytes until a compaction.
-    assert!(!files_contain(&dir, b"zyxdeleted said").is_empty());
+    assert!(!files_contain(&dir, b"zyxdeleted").is_empty());
     m.compact().unwrap();
     assert_eq!(files_contain(&dir, b"zyxdeleted said"), Vec::<String>::new());
     // One word, not a phrase: LZ4 may split a phrase into a literal and a back-reference.
