@@ -39,7 +39,13 @@ pub(crate) fn holds(view: &RecordView<'_>, input: &EpisodeInput) -> bool {
 
 impl Engine {
     /// `Mnem::put_episodes` (the public documentation is there).
-    pub(crate) fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+    /// `line_of(i)`: the line number the messages give `inputs[i]`.
+    pub(crate) fn put_episodes(
+        &self,
+        ns: &Namespace,
+        inputs: Vec<EpisodeInput>,
+        line_of: &dyn Fn(usize) -> usize,
+    ) -> Result<Vec<Uuid>> {
         let writers = Writers::lock(self)?;
         let mut txn = writers.begin(ns);
         let mut dim = self.vectors.dimension(&self.store, txn.snapshot(), ns)?;
@@ -53,7 +59,7 @@ impl Engine {
         txn.episodes.prefetch_tombstones(memories.iter().map(String::as_str))?;
         let mut ids = Vec::with_capacity(inputs.len());
         for (i, input) in inputs.into_iter().enumerate() {
-            let line = i + 1;
+            let line = line_of(i);
             if let Some(v) = &input.embedding {
                 let d = check_embedding(v).map_err(|e| e.context(format!("line {line}")))?;
                 match dim {

@@ -178,14 +178,27 @@ impl Mnem {
     /// the ids in input order.
     /// Lines with `embed` get their vector from the registered embedder first, outside the
     /// writers' lock; an embedder failure writes nothing.
-    pub fn put_episodes(&self, ns: &Namespace, mut inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+    pub fn put_episodes(&self, ns: &Namespace, inputs: Vec<EpisodeInput>) -> Result<Vec<Uuid>> {
+        self.put_episode_lines(ns, inputs, None)
+    }
+
+    /// `put_episodes` of parsed lines: `lines[i]` is the line number of `inputs[i]` in the
+    /// caller's text (blank lines counted), for the messages that name a line; `None`: the
+    /// position, from 1.
+    pub(crate) fn put_episode_lines(
+        &self,
+        ns: &Namespace,
+        mut inputs: Vec<EpisodeInput>,
+        lines: Option<&[usize]>,
+    ) -> Result<Vec<Uuid>> {
+        let line_of = |i: usize| lines.map_or(i + 1, |l| l[i]);
         let wanted: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].embed).collect();
         if let Some(&first) = wanted.first() {
             self.engine.store.check_writable()?;
             let Some(p) = self.embedder() else {
                 return Err(Error::invalid(format!(
                     "line {}: `embed` is true but no embedder is registered on the store",
-                    first + 1
+                    line_of(first)
                 )));
             };
             let mut texts = Vec::with_capacity(wanted.len());
@@ -193,7 +206,7 @@ impl Mnem {
             for &i in &wanted {
                 let e = &mut inputs[i];
                 if e.embedding.is_some() {
-                    return Err(Error::invalid(format!("line {}: give `embedding` or `embed`, not both", i + 1)));
+                    return Err(Error::invalid(format!("line {}: give `embedding` or `embed`, not both", line_of(i))));
                 }
                 e.embed = false;
                 // Blank text has no vector (`embed::needs_vector`): such a line is stored
@@ -210,7 +223,7 @@ impl Mnem {
                 inputs[i].embedding = Some(v);
             }
         }
-        self.engine.put_episodes(ns, inputs)
+        self.engine.put_episodes(ns, inputs, &line_of)
     }
 
     /// `mnem_delete_episodes`: tombstone the episodes; unknown and already deleted ids are

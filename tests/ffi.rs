@@ -307,3 +307,23 @@ fn it_stores_and_answers_what_put_episodes_does() {
     mnem_free(old);
     mnem_free(new);
 }
+
+/// An error found against the store (a vector of the wrong dimension, a deleted id) names
+/// the line the caller wrote, blank lines counted, as a parse error does: in both functions.
+#[test]
+fn store_side_errors_name_the_callers_line() {
+    let h = memory();
+    assert_eq!(put_v2(h, "u", r#"{"primary": "a", "embedding": [1, 0]}"#, 16).status, Status::Ok);
+    let jsonl = "\n{\"primary\": \"b\"}\n\n{\"primary\": \"c\", \"embedding\": [1, 0, 0]}\n";
+    let v2 = put_v2(h, "u", jsonl, 64);
+    let (st, msg, _) = put_v1(h, "u", jsonl);
+    for (status, message) in [(v2.status, v2.message), (st, msg)] {
+        assert_eq!(status, Status::InvalidArgument);
+        assert!(message.starts_with("line 4: `embedding` has 3 dimensions"), "{message}");
+    }
+    // A parse error on the same line says the same line.
+    let bad = "\n{\"primary\": \"b\"}\n\n{\"primary\": 5}\n";
+    assert!(put_v2(h, "u", bad, 64).message.starts_with("line 4:"));
+    assert_eq!(live(h, "u"), 1, "nothing of the refused batches was written");
+    mnem_free(h);
+}

@@ -780,7 +780,7 @@ mod tests {
                 ..Default::default()
             })
             .collect();
-        m.put_episodes(ns, batch).unwrap()
+        m.put_episodes(ns, batch, &|i| i + 1).unwrap()
     }
 
     /// Every key and value of the namespace's graph.
@@ -899,8 +899,8 @@ mod tests {
                 expiry: crate::episodes::Expiry::At(5),
                 ..Default::default()
             };
-            m.put_episodes(&ns, vec![e]).unwrap();
-            m.put_episodes(&ns, vec![Default::default()]).unwrap();
+            m.put_episodes(&ns, vec![e], &|i| i + 1).unwrap();
+            m.put_episodes(&ns, vec![Default::default()], &|i| i + 1).unwrap();
         };
         let (loaded, unloaded) = (mem(), mem());
         for (m, evict) in [(&loaded, false), (&unloaded, true)] {
