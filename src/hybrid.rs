@@ -7,7 +7,8 @@ use crate::error::{Error, Result};
 use crate::keys::Namespace;
 use crate::lexical::{Filter, KeywordQuery, DEFAULT_LIMIT, MAX_SEARCH_LIMIT};
 use crate::record::{Episode, ScanView};
-use crate::store::now_ms;
+use crate::store::{now_ms, Snapshot};
+use crate::vector::VectorsRead;
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -103,7 +104,51 @@ pub fn fuse(lexical: &[Uuid], semantic: &[Uuid], w_lex: f64, w_sem: f64) -> Vec<
     out
 }
 
+/// One search's snapshot, its namespace's graph and the channels' weights
+/// (`Engine::vector_channel`).
+pub(crate) type VectorChannel<'e> = (Snapshot<'e>, Option<VectorsRead>, f64, f64);
+
 impl Engine {
+    /// The snapshot of a search that fuses a vector channel (hybrid, recall), the
+    /// namespace's graph when the search can use it, and the weights `(lexical, semantic)`.
+    /// A cached graph is read-locked before the snapshot, so writes that would change it
+    /// wait and the snapshot sees what it holds; else it is loaded from the snapshot. A
+    /// `vector` of another dimension than the graph's is INVALID_ARGUMENT. Semantic support
+    /// means a live vector now, not a dimension recorded once: a namespace whose vectors
+    /// were all deleted or expired fuses with lexical weight 1.
+    pub(crate) fn vector_channel(
+        &self,
+        ns: &Namespace,
+        vector: Option<&[f32]>,
+        semantic_weight: f64,
+        now: i64,
+    ) -> Result<VectorChannel<'_>> {
+        let semantic = vector.is_some() && semantic_weight > 0.0;
+        let ticket = self.vectors.ticket(ns);
+        let cached = if semantic { self.vectors.cached(ns) } else { None };
+        let snap = self.read_snapshot()?;
+        let vectors = match cached {
+            Some(g) => Some(g),
+            None if semantic => self.vectors.load(&self.store, &snap, ns, ticket)?,
+            None => None,
+        };
+        if let (Some(ix), Some(v)) = (&vectors, vector) {
+            let dim = ix.hnsw.dim();
+            if v.len() != dim {
+                return Err(Error::invalid(format!(
+                    "`vector` has {} dimensions; this namespace's vectors have {dim}",
+                    v.len()
+                )));
+            }
+        }
+        let vectors = vectors.filter(|ix| ix.has_live(now));
+        let (w_lex, w_sem) = match &vectors {
+            Some(_) => (1.0 - semantic_weight, semantic_weight),
+            None => (1.0, 0.0),
+        };
+        Ok((snap, vectors, w_lex, w_sem))
+    }
+
     /// `Mnem::hybrid_search` (the public documentation is there).
     pub(crate) fn hybrid_search(&self, ns: &Namespace, q: &HybridQuery) -> Result<Vec<HybridSearchResult>> {
         q.validate()?;
@@ -113,33 +158,7 @@ impl Engine {
         let pool = q.limit.saturating_mul(q.candidates);
         // One snapshot and one visibility time for both channels and the records.
         let now = now_ms();
-        let semantic = q.vector.is_some() && q.semantic_weight > 0.0;
-        // A cached graph is read-locked before the snapshot, so writes that would change it
-        // wait and the snapshot sees what it holds; else it is loaded from the snapshot.
-        let ticket = self.vectors.ticket(ns);
-        let cached = if semantic { self.vectors.cached(ns) } else { None };
-        let snap = self.read_snapshot()?;
-        let vectors = match cached {
-            Some(g) => Some(g),
-            None if semantic => self.vectors.load(&self.store, &snap, ns, ticket)?,
-            None => None,
-        };
-        if let (Some(ix), Some(v)) = (&vectors, &q.vector) {
-            let dim = ix.hnsw.dim();
-            if v.len() != dim {
-                return Err(Error::invalid(format!(
-                    "`vector` has {} dimensions; this namespace's vectors have {dim}",
-                    v.len()
-                )));
-            }
-        }
-        // Semantic support means a live vector now, not a dimension recorded once: a
-        // namespace whose vectors were all deleted or expired fuses with lexical weight 1.
-        let vectors = vectors.filter(|ix| ix.has_live(now));
-        let (w_lex, w_sem) = match &vectors {
-            Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
-            None => (1.0, 0.0),
-        };
+        let (snap, vectors, w_lex, w_sem) = self.vector_channel(ns, q.vector.as_deref(), q.semantic_weight, now)?;
         let prefix = ns.prefix();
         let semantic: Vec<Uuid> = match (vectors, &q.vector) {
             (Some(ix), Some(v)) if w_sem > 0.0 => {

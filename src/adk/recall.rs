@@ -187,30 +187,7 @@ impl Engine {
         }
         let prefix = ns.prefix();
         let now = now_ms();
-        let semantic = q.vector.is_some() && q.semantic_weight > 0.0;
-        // As in hybrid search: a cached graph is read-locked before the snapshot.
-        let ticket = self.vectors.ticket(ns);
-        let cached = if semantic { self.vectors.cached(ns) } else { None };
-        let snap = self.read_snapshot()?;
-        let vectors = match cached {
-            Some(g) => Some(g),
-            None if semantic => self.vectors.load(&self.store, &snap, ns, ticket)?,
-            None => None,
-        };
-        if let (Some(ix), Some(v)) = (&vectors, &q.vector) {
-            let dim = ix.hnsw.dim();
-            if v.len() != dim {
-                return Err(Error::invalid(format!(
-                    "`vector` has {} dimensions; this namespace's vectors have {dim}",
-                    v.len()
-                )));
-            }
-        }
-        let vectors = vectors.filter(|ix| ix.has_live(now));
-        let (w_lex, w_sem) = match &vectors {
-            Some(_) => (1.0 - q.semantic_weight, q.semantic_weight),
-            None => (1.0, 0.0),
-        };
+        let (snap, vectors, w_lex, w_sem) = self.vector_channel(ns, q.vector.as_deref(), q.semantic_weight, now)?;
         let mut semantic: Vec<Uuid> = Vec::new();
         if let (Some(ix), Some(v), true) = (vectors, &q.vector, w_sem > 0.0) {
             let pool = q.limit.saturating_mul(q.candidates);
