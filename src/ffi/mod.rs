@@ -22,7 +22,7 @@ use crate::error::{Error, Result, Status};
 use crate::keys::Namespace;
 use crate::lexical::{KeywordQuery, LexicalQuery};
 use crate::wire::query;
-use crate::{EpisodeInput, HybridQuery, Mnem, OpenOptions};
+use crate::{HybridQuery, Mnem, OpenOptions};
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -651,8 +651,8 @@ pub extern "C" fn mnem_put_episodes(
     guard(err, s, || {
         let m = need_store(s)?;
         let ns = namespace(app, user)?;
-        let numbered = crate::wire::episode::parse_numbered_episode_lines(jsonl(episodes_jsonl, "episodes_jsonl")?)?;
-        let (lines, inputs): (Vec<usize>, Vec<EpisodeInput>) = numbered.into_iter().unzip();
+        let (lines, inputs) =
+            crate::wire::episode::parse_numbered_episode_lines(jsonl(episodes_jsonl, "episodes_jsonl")?)?;
         if out_ids.is_null() && out_ids_cap > 0 {
             return Err(Error::invalid("`out_ids` is NULL but `out_ids_cap` is not 0"));
         }
@@ -722,8 +722,8 @@ pub extern "C" fn mnem_put_episodes_v2(
         }
         let m = need_store(s)?;
         let ns = namespace(app, user)?;
-        let numbered = crate::wire::episode::parse_numbered_episode_lines(jsonl(episodes_jsonl, "episodes_jsonl")?)?;
-        let (lines, inputs): (Vec<usize>, Vec<EpisodeInput>) = numbered.into_iter().unzip();
+        let (lines, inputs) =
+            crate::wire::episode::parse_numbered_episode_lines(jsonl(episodes_jsonl, "episodes_jsonl")?)?;
         let need = inputs.len().saturating_mul(16);
         set_len(need);
         if !out_ids.is_null() && out_ids_cap < need {

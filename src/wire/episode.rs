@@ -56,15 +56,16 @@ pub fn parse_episode_line(line: &str) -> Result<EpisodeInput> {
 
 /// Parse a `mnem_put_episodes` buffer whole; errors name the line.
 pub fn parse_episode_lines(jsonl: &str) -> Result<Vec<EpisodeInput>> {
-    Ok(parse_numbered_episode_lines(jsonl)?.into_iter().map(|(_, e)| e).collect())
+    Ok(parse_numbered_episode_lines(jsonl)?.1)
 }
 
 /// `parse_episode_lines`, with each episode's line number (blank lines counted), so that a
 /// later error names the line the caller wrote.
-pub fn parse_numbered_episode_lines(jsonl: &str) -> Result<Vec<(usize, EpisodeInput)>> {
+pub fn parse_numbered_episode_lines(jsonl: &str) -> Result<(Vec<usize>, Vec<EpisodeInput>)> {
     lines(jsonl)?
         .map(|(n, l)| parse_episode_line(l).map(|e| (n, e)).map_err(|e| e.context(format!("line {n}"))))
-        .collect()
+        .collect::<Result<Vec<_>>>()
+        .map(|v| v.into_iter().unzip())
 }
 
 /// Parse a `mnem_delete_episodes` buffer: one JSON string UUID per line.
