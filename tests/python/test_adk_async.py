@@ -70,30 +70,43 @@ def test_event_loop_keeps_ticking_during_large_writes_and_searches(tmp_path):
     assert ticks > elapsed / 0.25
 
 
-class CountingEmbedder:
-    """A blocking (plain) embed: the service must run it off the loop."""
+class SlowEmbedder:
+    """A blocking (plain) embed that takes EMBED_SECONDS a call: the service must run it off
+    the loop, or the ticker sees one gap that long. Sizing the work by a sleep, not by how
+    fast this machine writes, keeps the test's precondition true on any machine."""
 
     dimensions = 8
+    EMBED_SECONDS = 0.3
+
+    def __init__(self):
+        self.calls = 0
 
     def embed(self, texts):
+        self.calls += 1
+        time.sleep(self.EMBED_SECONDS)
         return [[float(t.count(w[0])) + 1.0 for w in WORDS[:8]] for t in texts]
 
 
 def test_event_loop_keeps_ticking_with_semantic_recall(tmp_path):
+    embedder = SlowEmbedder()
+    queries = WORDS[:4]
+
     async def main():
         batches = [batch(2000, 2000 * k) for k in range(3)]
-        async with MnemMemoryService(tmp_path / "store", embedder=CountingEmbedder()) as svc:
+        async with MnemMemoryService(tmp_path / "store", embedder=embedder) as svc:
             async def work():
                 for k, events in enumerate(batches):
                     await svc.add_events_to_memory(app_name=APP, user_id=USER, session_id=f"s{k}", events=events)
                 return [len((await svc.search_memory(app_name=APP, user_id=USER, query=w)).memories)
-                        for w in WORDS]
+                        for w in queries]
             return await max_tick_gap(work)
 
     found, gap, ticks, elapsed = asyncio.run(main())
-    assert found == [10] * len(WORDS)
-    assert elapsed > 0.5, f"the work took {elapsed:.3f}s: too little to show blocking"
-    assert gap < min(0.25, elapsed / 4), f"the loop stalled for {gap:.3f}s of {elapsed:.3f}s"
+    assert found == [10] * len(queries)
+    # Each write embeds its events and each search its query: one blocking call at least each.
+    assert embedder.calls >= len(queries) + 3, embedder.calls
+    assert gap < SlowEmbedder.EMBED_SECONDS * 0.8, f"the loop stalled for {gap:.3f}s of {elapsed:.3f}s"
+    assert ticks > elapsed / 0.25
 
 
 def test_a_blocking_service_would_fail_the_ticker(tmp_path):
