@@ -3,15 +3,16 @@
 //! points every binding calls. Every read also goes through the output-buffer protocol: a
 //! size query, a buffer one byte short (BUFFER_TOO_SMALL, exact size, untouched) and an exact
 //! fit (`put_episodes_v2` without `ids_cap` likewise, for its ids); every call's error struct
-//! is checked against its status.
+//! is checked against its status. The corpus's embedders are C callbacks (`corpus_embed`).
 
 use mnem::ffi::*;
 use mnem::Status;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::ffi::CStr;
+use std::ffi::{c_void, CStr};
 use std::path::{Path, PathBuf};
 use std::ptr;
+use std::sync::{Arc, Mutex};
 
 mod conformance_match {
     use serde_json::Value;
@@ -151,6 +152,64 @@ fn status_name(code: i32) -> String {
     unsafe { CStr::from_ptr(mnem_status_name(code)) }.to_string_lossy().into_owned()
 }
 
+/// The corpus's embedders (tests/conformance/README.md): `words`, `fails`, `zero`.
+struct Embedder {
+    kind: String,
+    texts: Arc<Mutex<Vec<String>>>,
+}
+
+const GROUPS: [&str; 7] = [
+    "tea coffee oolong drink",
+    "cat kitten dog pet",
+    "train flight lisbon travel",
+    "green red blue colour",
+    "morning noon night late",
+    "sofa cushion home house",
+    "apple bread lunch food",
+];
+
+fn words(text: &str) -> [f32; 8] {
+    let mut v = [0f32; 8];
+    v[7] = 1.0;
+    for w in text.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase) {
+        for (i, g) in GROUPS.iter().enumerate() {
+            v[i] += g.split(' ').filter(|x| *x == w).count() as f32;
+        }
+    }
+    v
+}
+
+/// The `mnem_embed_fn` of an `Embedder` (`user_data`).
+unsafe extern "C" fn corpus_embed(
+    user_data: *mut c_void,
+    text: mnem_str,
+    out: *mut f32,
+    out_cap: usize,
+    out_len: *mut usize,
+    err: *mut mnem_error,
+) -> i32 {
+    // SAFETY: user_data is an `Embedder` the replay keeps alive; text, out, out_len and err are
+    // valid for the call (include/mnem.h).
+    unsafe {
+        let e = &*user_data.cast::<Embedder>();
+        let t = if text.len == 0 { &[][..] } else { std::slice::from_raw_parts(text.ptr, text.len) };
+        let t = String::from_utf8(t.to_vec()).expect("mnem passes UTF-8");
+        let v = if e.kind == "zero" { [0.0; 8] } else { words(&t) };
+        e.texts.lock().unwrap().push(t);
+        if e.kind == "fails" {
+            let m = b"model offline\0";
+            ptr::copy_nonoverlapping(m.as_ptr().cast(), (*err).message.as_mut_ptr(), m.len());
+            return 42;
+        }
+        *out_len = 8;
+        if out_cap < 8 {
+            return Status::BufferTooSmall as i32;
+        }
+        ptr::copy_nonoverlapping(v.as_ptr(), out, 8);
+        0
+    }
+}
+
 /// The outcome of one call, in the corpus's terms.
 #[derive(Default)]
 struct Outcome {
@@ -168,6 +227,10 @@ struct Replay {
     tmp: PathBuf,
     handles: HashMap<String, *mut mnem_store>,
     vars: HashMap<String, String>,
+    /// Every embedder given to the library, alive (and in place) until the handles are freed.
+    embedders: Vec<Arc<Embedder>>,
+    /// The texts they were asked to embed since the last `embedder_texts`.
+    texts: Arc<Mutex<Vec<String>>>,
 }
 
 impl Drop for Replay {
@@ -241,6 +304,18 @@ fn check_err(status: Status, e: &mnem_error) -> Result<String, String> {
 }
 
 impl Replay {
+    /// The embedder `kind` as a callback and its `user_data` (`none`: NULL).
+    fn embedder(&mut self, kind: &str) -> Result<(mnem_embed_fn, *mut c_void), String> {
+        match kind {
+            "none" => return Ok((None, ptr::null_mut())),
+            "words" | "fails" | "zero" => {}
+            other => return Err(format!("unknown embedder {other:?}")),
+        }
+        let e = Arc::new(Embedder { kind: kind.into(), texts: self.texts.clone() });
+        self.embedders.push(e.clone());
+        Ok((Some(corpus_embed), Arc::as_ptr(&e).cast_mut().cast()))
+    }
+
     fn path(&self, p: &str) -> String {
         if p.is_empty() || p == ":memory:" {
             p.to_string()
@@ -332,6 +407,7 @@ impl Replay {
             "version" => return statics(cstr(mnem_version()).into()),
             "status_name" => return statics(cstr(mnem_status_name(status_arg())).into()),
             "status_message" => return statics(cstr(mnem_status_message(status_arg())).into()),
+            "embedder_texts" => return statics(std::mem::take(&mut *self.texts.lock().unwrap()).into()),
             "open" => {
                 let flags = match a.get("flags") {
                     Some(Value::Number(n)) => n.as_u64().unwrap_or(0) as u32,
@@ -375,6 +451,10 @@ impl Replay {
             "flush" => done(mnem_flush(h, &mut e), &e, None)?,
             "compact" => done(mnem_compact(h, &mut e), &e, None)?,
             "forget_namespace" => done(mnem_forget_namespace(h, app_s, user_s, &mut e), &e, None)?,
+            "set_embedder" => {
+                let (f, ud) = self.embedder(a.get("kind").and_then(Value::as_str).unwrap_or("words"))?;
+                done(mnem_set_embedder(h, f, ud, &mut e), &e, None)?
+            }
             "backup" => {
                 let dest = self.path(&s("dest"));
                 done(mnem_backup(h, view(dest.as_bytes()), &mut e), &e, None)?
@@ -501,6 +581,17 @@ impl Replay {
                 };
                 self.read(&|o, c, l, e| f(h, app_s, user_s, view(q.as_bytes()), o, c, l, e))?
             }
+            "recall" => {
+                let q = s("query");
+                self.read(&|o, c, l, e| mnem_recall(h, app_s, user_s, view(q.as_bytes()), o, c, l, e))?
+            }
+            "hybrid_search_with" => {
+                let (q, (f, ud)) =
+                    (s("query"), self.embedder(a.get("embedder").and_then(Value::as_str).unwrap_or("words"))?);
+                self.read(&|o, c, l, e| {
+                    mnem_hybrid_search_with(h, app_s, user_s, view(q.as_bytes()), f, ud, o, c, l, e)
+                })?
+            }
             "list_namespaces" => {
                 let q = s("query");
                 self.read(&|o, c, l, e| mnem_list_namespaces(h, view(q.as_bytes()), o, c, l, e))?
@@ -593,7 +684,8 @@ fn run_case(path: &Path) -> Result<usize, String> {
     ));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
-    let mut r = Replay { tmp, handles: HashMap::new(), vars: HashMap::new() };
+    let mut r =
+        Replay { tmp, handles: HashMap::new(), vars: HashMap::new(), embedders: Vec::new(), texts: Default::default() };
     match doc.get("open") {
         Some(Value::Null) => {}
         Some(o) => r.call("open", o).map(|_| ())?,

@@ -2,11 +2,12 @@
 // tests/conformance/README.md) through mnem.hpp: every call through mnem::Store's raw form
 // (JSON text in and out, parsed with nlohmann/json), errors as mnem::Error. For searches whose
 // query converts to the typed query structs, the typed call runs too and must agree with the
-// raw output (ids, scores, order), which checks the wrapper's parsing.
-// Usage: conformance CASES_DIR.
+// raw output (ids, scores, order), which checks the wrapper's parsing. The corpus's embedders are
+// lambdas (set_embedder) and an Embedder (hybrid_search_text). Usage: conformance CASES_DIR.
 #include <mnem.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -54,6 +55,32 @@ std::string local_iso(double secs) {
   if (micros) std::snprintf(buf + n, sizeof buf - n, ".%06ld", micros);
   return buf;
 }
+
+// The corpus's embedder `words` (tests/conformance/README.md): a count per word group, then 1.
+std::vector<float> words(std::string_view text) {
+  static const char* const groups[7] = {"tea coffee oolong drink", "cat kitten dog pet", "train flight lisbon travel",
+                                        "green red blue colour",   "morning noon night late", "sofa cushion home house",
+                                        "apple bread lunch food"};
+  std::vector<float> v(8, 0.0f);
+  v[7] = 1;
+  for (std::size_t i = 0, n = 0; i < text.size(); i += n ? n : 1) {
+    std::string w = " ";
+    for (n = 0; i + n < text.size() && std::isalnum(static_cast<unsigned char>(text[i + n])) &&
+                static_cast<unsigned char>(text[i + n]) < 128;
+         ++n)
+      w += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i + n])));
+    for (int g = 0; n && g < 7; ++g)
+      if ((" " + std::string(groups[g]) + " ").find(w + " ") != std::string::npos) ++v[g];
+  }
+  return v;
+}
+
+// mnem::Embedder for an EmbedFunction (hybrid_search_text takes an Embedder&).
+struct FnEmbedder : mnem::Embedder {
+  mnem::EmbedFunction f;
+  explicit FnEmbedder(mnem::EmbedFunction fn) : f(std::move(fn)) {}
+  std::vector<float> embed(std::string_view t) override { return f(t); }
+};
 
 struct Outcome {
   std::string status = "OK", message;
@@ -116,6 +143,7 @@ class Replay {
     if (call == "status_name") return o.value = std::string(mnem_status_name(a.at("status").get<int32_t>())), o;
     if (call == "status_message")
       return o.value = std::string(mnem_status_message(a.at("status").get<int32_t>())), o;
+    if (call == "embedder_texts") return o.value = std::exchange(texts_, json::array()), o;
     if (call == "open") {
       uint32_t flags = MNEM_OPEN_CREATE;
       if (a.contains("flags") && a["flags"].is_number()) flags = a["flags"].get<uint32_t>();
@@ -142,6 +170,12 @@ class Replay {
       s.compact();
     } else if (call == "forget_namespace") {
       s.forget_namespace(app, user);
+    } else if (call == "set_embedder") {
+      s.set_embedder(embedder(a.value("kind", "words")));
+    } else if (call == "recall") {
+      o.raw = s.recall(app, user, text(a, "query"));
+    } else if (call == "hybrid_search_with") {
+      o.raw = hybrid_search_with(s, app, user, a.value("query", json()), embedder(a.value("embedder", "words")));
     } else if (call == "backup") {
       s.backup(path(a.value("dest", "")));
     } else if (call == "add_session") {
@@ -193,7 +227,10 @@ class Replay {
               : call == "substring_search" ? s.substring_search(app, user, q)
               : call == "hybrid_search"    ? s.hybrid_search(app, user, q)
                                            : s.lexical_page(app, user, q);
+      // The typed call is a second call: what it asks the embedder is not the step's.
+      const std::size_t asked = texts_.size();
       if (a.contains("query") && a["query"].is_object()) typed_query(s, call, app, user, a["query"], *o.raw);
+      texts_.erase(texts_.begin() + static_cast<std::ptrdiff_t>(asked), texts_.end());
     } else if (call == "get_episodes") {
       o.raw = s.get_episodes(app, user, lines(a, "ids"));
     } else if (call == "list_namespaces") {
@@ -263,6 +300,44 @@ class Replay {
   }
 
  private:
+  // The corpus's embedder `kind` (empty for "none"); it records each text.
+  mnem::EmbedFunction embedder(const std::string& kind) {
+    if (kind == "none") return {};
+    return [this, kind](std::string_view t) {
+      texts_.push_back(std::string(t));
+      if (kind == "fails") throw std::runtime_error("model offline");
+      return kind == "zero" ? std::vector<float>(8, 0.0f) : words(t);
+    };
+  }
+
+  // hybrid_search_text for a query it can take (text and its options), the C function otherwise.
+  static std::string hybrid_search_with(const mnem::Store& s, const std::string& app, const std::string& user,
+                                        const json& q, mnem::EmbedFunction f) {
+    mnem::HybridOptions o;
+    bool typed = f && q.is_object() && q.contains("text") && q["text"].is_string();
+    for (auto it = q.begin(); typed && it != q.end(); ++it) {
+      const json& v = it.value();
+      if (it.key() == "text") continue;
+      if (it.key() == "limit" && v.is_number_unsigned()) o.limit = v.get<uint64_t>();
+      else if (it.key() == "semantic_weight" && v.is_number()) o.semantic_weight = v.get<double>();
+      else if (it.key() == "candidates" && v.is_number_unsigned()) o.candidates = v.get<uint64_t>();
+      else if (it.key() == "episode_type" && v.is_string()) o.episode_type = v.get<std::string>();
+      else if (it.key() == "tag" && v.is_string()) o.tag = v.get<std::string>();
+      else typed = false;
+    }
+    if (typed) {
+      FnEmbedder e(f);
+      return s.hybrid_search_text(app, user, q["text"].get<std::string>(), e, o);
+    }
+    const std::string qs = q.is_string() ? q.get<std::string>() : q.dump();
+    using mnem::detail::view;
+    return mnem::detail::read("hybrid_search_with", [&](uint8_t* out, std::size_t cap, std::size_t* len,
+                                                        mnem_error* err) {
+      return mnem_hybrid_search_with(s.get(), view(app), view(user), view(qs), f ? mnem::detail::embed_trampoline : nullptr,
+                                     f ? &f : nullptr, out, cap, len, err);
+    });
+  }
+
   std::string path(const std::string& p) const { return p.empty() || p == ":memory:" ? p : (tmp_ / p).string(); }
 
   static std::string text(const json& a, const char* key) {
@@ -381,6 +456,7 @@ class Replay {
   fs::path tmp_;
   std::map<std::string, std::unique_ptr<mnem::Store>> stores_;
   std::map<std::string, std::string> vars_;
+  json texts_ = json::array();  // what the embedders were asked since the last embedder_texts
 };
 
 // Returns the number of steps, or -1 after printing the failure.

@@ -4,7 +4,8 @@ package mnem_test
 // ../../tests/conformance/README.md) through this package's public API: the typed calls
 // (PutEpisodes, KeywordSearch, GetEpisodes, ...) where a step's input converts to their Go
 // types without loss, whose results are marshalled back to JSON and matched, and the Raw
-// calls otherwise. Errors are matched by their Status and Message.
+// calls otherwise. Errors are matched by their Status and Message. The corpus's embedders are Go
+// funcs (SetEmbedder, HybridSearchText).
 
 import (
 	"bytes"
@@ -16,10 +17,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	mnem "github.com/mnem-memory/mnem-go"
 )
@@ -43,6 +46,42 @@ type replay struct {
 	tmp    string
 	stores map[string]*mnem.Store
 	vars   map[string]string
+	texts  []any // what the embedders were asked since the last embedder_texts
+}
+
+// The corpus's embedder `words` (../../tests/conformance/README.md): a count per word group, then 1.
+var groups = []string{"tea coffee oolong drink", "cat kitten dog pet", "train flight lisbon travel",
+	"green red blue colour", "morning noon night late", "sofa cushion home house", "apple bread lunch food"}
+
+func words(text string) []float32 {
+	v := make([]float32, 8)
+	v[7] = 1
+	notWord := func(r rune) bool { return r > 127 || !(unicode.IsLetter(r) || unicode.IsDigit(r)) }
+	for _, w := range strings.FieldsFunc(text, notWord) {
+		for i, g := range groups {
+			if slices.Contains(strings.Fields(g), strings.ToLower(w)) {
+				v[i]++
+			}
+		}
+	}
+	return v
+}
+
+// embedder is the corpus's embedder kind as a Go func (nil for "none"); it records each text.
+func (r *replay) embedder(kind string) mnem.Embedder {
+	if kind == "none" {
+		return nil
+	}
+	return mnem.EmbedderFunc(func(text string) ([]float32, error) {
+		r.texts = append(r.texts, text)
+		switch kind {
+		case "fails":
+			return nil, errors.New("model offline")
+		case "zero":
+			return make([]float32, 8), nil
+		}
+		return words(text), nil
+	})
 }
 
 func localISO(secs float64) string {
@@ -287,6 +326,10 @@ func (r *replay) call(name string, a map[string]any) (confOutcome, error) {
 		return confOutcome{value: mnem.StatusName(mnem.Status(int32(a["status"].(float64))))}, nil
 	case "status_message":
 		return confOutcome{}, errSkip
+	case "embedder_texts":
+		texts := append([]any{}, r.texts...)
+		r.texts = nil
+		return confOutcome{value: texts}, nil
 	case "open":
 		var o mnem.Options
 		switch f := a["flags"].(type) {
@@ -336,6 +379,22 @@ func (r *replay) call(name string, a map[string]any) (confOutcome, error) {
 		return confOutcome{err: s.Compact()}, nil
 	case "forget_namespace":
 		return confOutcome{err: s.ForgetNamespace(app, user)}, nil
+	case "set_embedder":
+		return confOutcome{err: s.SetEmbedder(r.embedder(textArg(a, "kind", "words")))}, nil
+	case "recall":
+		var rq mnem.RecallQuery
+		if !typedInto(textArg(a, "query", ""), &rq) {
+			return confOutcome{}, errSkip // Recall takes a RecallQuery
+		}
+		res, err := s.Recall(app, user, rq)
+		return typed(map[string]any{"memories": nonNil(res)}, err), nil
+	case "hybrid_search_with":
+		var hq mnem.HybridQuery
+		if !typedInto(textArg(a, "query", ""), &hq) {
+			return confOutcome{}, errSkip // HybridSearchText takes a HybridQuery
+		}
+		res, err := s.HybridSearchText(app, user, hq, r.embedder(textArg(a, "embedder", "words")))
+		return typed(map[string]any{"results": nonNil(res)}, err), nil
 	case "backup":
 		dest := textArg(a, "dest", "")
 		if dest != "" {

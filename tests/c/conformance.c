@@ -2,11 +2,12 @@
  * tests/conformance/README.md) through the C ABI, parsing cases and outputs with cJSON. Every
  * read also goes through the output-buffer protocol (size query, one byte short, exact fit), as
  * does every put_episodes_v2 without ids_cap, and every call's error struct is checked against
- * its status. Usage: conformance CASES_DIR. */
+ * its status. The corpus's embedders are C callbacks (corpus_embed). Usage: conformance CASES_DIR. */
 #define _GNU_SOURCE
 #include "mnem.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <ftw.h>
 #include <math.h>
@@ -415,6 +416,47 @@ static bool put_v2_once(mnem_store *h, mnem_str a, mnem_str u, mnem_str data, bo
   return ok;
 }
 
+/* ---- the corpus's embedders (tests/conformance/README.md): user_data is the kind ------- */
+
+static char KINDS[3][8] = {"words", "fails", "zero"};
+static const char *const GROUPS[7] = {"tea coffee oolong drink",    "cat kitten dog pet",
+                                      "train flight lisbon travel", "green red blue colour",
+                                      "morning noon night late",    "sofa cushion home house",
+                                      "apple bread lunch food"};
+static cJSON *g_texts; /* the texts embedded since the last embedder_texts */
+
+/* The kind named `k` ("none": NULL). */
+static void *kind_of(const char *k) {
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(k, KINDS[i])) return KINDS[i];
+  if (strcmp(k, "none")) fail("unknown embedder %s", k);
+  return NULL;
+}
+
+static int32_t corpus_embed(void *user_data, mnem_str text, float *out, size_t out_cap, size_t *out_len,
+                            mnem_error *e) {
+  char *t = calloc(text.len + 1, 1);
+  if (text.len) memcpy(t, text.ptr, text.len);
+  cJSON_AddItemToArray(g_texts, cJSON_CreateString(t));
+  float v[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+  for (size_t i = 0, n = 0; i < text.len; i += n ? n : 1) { /* words: runs of ASCII letters, digits */
+    for (n = 0; i + n < text.len && t[i + n] > 0 && isalnum((unsigned char)t[i + n]); n++)
+      t[i + n] = (char)tolower((unsigned char)t[i + n]);
+    char w[72], group[64];
+    for (int g = 0; n && n < 64 && g < 7; g++) {
+      snprintf(w, sizeof w, " %.*s ", (int)n, t + i), snprintf(group, sizeof group, " %s ", GROUPS[g]);
+      if (strstr(group, w)) v[g] += 1;
+    }
+  }
+  free(t);
+  if (!strcmp(user_data, "fails")) return snprintf(e->message, sizeof e->message, "model offline"), 42;
+  if (!strcmp(user_data, "zero")) memset(v, 0, sizeof v);
+  *out_len = 8;
+  if (out_cap < 8) return MNEM_STATUS_BUFFER_TOO_SMALL;
+  memcpy(out, v, sizeof v);
+  return MNEM_STATUS_OK;
+}
+
 /* The read calls, adapted to read_call. */
 typedef struct {
   const char *call;
@@ -422,6 +464,7 @@ typedef struct {
   mnem_str app, user, q, cursor;
   int32_t all;
   uint64_t max;
+  void *embedder; /* hybrid_search_with's */
 } read_ctx;
 static mnem_status read_dispatch(void *p, uint8_t *out, size_t cap, size_t *len, mnem_error *e) {
   read_ctx *c = p;
@@ -431,6 +474,10 @@ static mnem_status read_dispatch(void *p, uint8_t *out, size_t cap, size_t *len,
   if (!strcmp(n, "lexical_page")) return mnem_lexical_page(c->h, c->app, c->user, c->q, out, cap, len, e);
   if (!strcmp(n, "substring_search")) return mnem_substring_search(c->h, c->app, c->user, c->q, out, cap, len, e);
   if (!strcmp(n, "hybrid_search")) return mnem_hybrid_search(c->h, c->app, c->user, c->q, out, cap, len, e);
+  if (!strcmp(n, "hybrid_search_with"))
+    return mnem_hybrid_search_with(c->h, c->app, c->user, c->q, c->embedder ? corpus_embed : NULL, c->embedder, out,
+                                   cap, len, e);
+  if (!strcmp(n, "recall")) return mnem_recall(c->h, c->app, c->user, c->q, out, cap, len, e);
   if (!strcmp(n, "get_episodes")) return mnem_get_episodes(c->h, c->app, c->user, c->q, out, cap, len, e);
   if (!strcmp(n, "list_namespaces")) return mnem_list_namespaces(c->h, c->q, out, cap, len, e);
   if (!strcmp(n, "namespace_stats")) return mnem_namespace_stats(c->h, c->app, c->user, out, cap, len, e);
@@ -470,6 +517,7 @@ static bool call(replay *r, const char *name, const cJSON *args, outcome *o) {
   poison(&e);
   if (!strcmp(name, "abi_version")) return (o->value = cJSON_CreateNumber(mnem_abi_version())), true;
   if (!strcmp(name, "version")) return (o->value = cJSON_CreateString(mnem_version())), true;
+  if (!strcmp(name, "embedder_texts")) return (o->value = g_texts), (g_texts = cJSON_CreateArray()), true;
   const cJSON *sv = cJSON_GetObjectItemCaseSensitive(args, "status");
   int32_t status_arg = cJSON_IsNumber(sv) ? (int32_t)sv->valuedouble : 0;
   if (!strcmp(name, "status_name")) return (o->value = cJSON_CreateString(mnem_status_name(status_arg))), true;
@@ -524,6 +572,9 @@ static bool call(replay *r, const char *name, const cJSON *args, outcome *o) {
     ok = check_err(mnem_compact(h, &e), &e, o);
   } else if (!strcmp(name, "forget_namespace")) {
     ok = check_err(mnem_forget_namespace(h, a, u, &e), &e, o);
+  } else if (!strcmp(name, "set_embedder")) {
+    void *k = kind_of(str_or(args, "kind", "words"));
+    ok = !g_fail[0] && check_err(mnem_set_embedder(h, k ? corpus_embed : NULL, k, &e), &e, o);
   } else if (!strcmp(name, "backup")) {
     char *d = text_arg(args, "dest", ""), *dest = d ? resolve(r, d) : NULL;
     ok = dest && check_err(mnem_backup(h, S(dest), &e), &e, o);
@@ -596,8 +647,8 @@ static bool call(replay *r, const char *name, const cJSON *args, outcome *o) {
     free(data);
   } else {
     static const char *reads[] = {"search", "keyword_search", "lexical_page", "substring_search", "hybrid_search",
-                                  "get_episodes", "list_namespaces", "namespace_stats", "stats", "check",
-                                  "export", "export_page"};
+                                  "hybrid_search_with", "recall", "get_episodes", "list_namespaces",
+                                  "namespace_stats", "stats", "check", "export", "export_page"};
     bool known = false;
     for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) known |= strcmp(name, reads[i]) == 0;
     if (!known) {
@@ -608,8 +659,10 @@ static bool call(replay *r, const char *name, const cJSON *args, outcome *o) {
       const cJSON *all = cJSON_GetObjectItemCaseSensitive(args, "all");
       const cJSON *max = cJSON_GetObjectItemCaseSensitive(args, "max_bytes");
       read_ctx c = {name, h, a, u, S(q ? q : ""), S(cursor ? cursor : ""), cJSON_IsTrue(all) ? 1 : 0,
-                    cJSON_IsNumber(max) ? (uint64_t)max->valuedouble : 0};
-      ok = q && cursor && (strcmp(name, "stats") ? do_read(read_dispatch, &c, o) : do_read_moving(read_dispatch, &c, o));
+                    cJSON_IsNumber(max) ? (uint64_t)max->valuedouble : 0,
+                    strcmp(name, "hybrid_search_with") ? NULL : kind_of(str_or(args, "embedder", "words"))};
+      ok = q && cursor && !g_fail[0] &&
+           (strcmp(name, "stats") ? do_read(read_dispatch, &c, o) : do_read_moving(read_dispatch, &c, o));
       free(q), free(cursor);
     }
   }
@@ -696,6 +749,7 @@ static int run_case(const char *dir, const char *file) {
     return -1;
   }
   replay r = {0};
+  g_texts = cJSON_CreateArray();
   snprintf(r.tmp, sizeof r.tmp, "%s/mnem-conformance-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   int steps = 0, rc = 0;
   g_fail[0] = '\0';
@@ -731,6 +785,7 @@ static int run_case(const char *dir, const char *file) {
   for (int i = 0; i < MAXSTORES; i++) mnem_free(r.stores[i].h);
   nftw(r.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   vars_clear();
+  cJSON_Delete(g_texts);
   cJSON_Delete(doc);
   return rc ? rc : steps;
 }

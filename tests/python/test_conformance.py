@@ -1,6 +1,7 @@
 """Replays the conformance corpus (tests/conformance/cases, format in tests/conformance/README.md)
 through mnem.Store: queries given as objects go in as dicts, outputs come back parsed, errors
-as MnemError subclasses mapped back to their status names."""
+as MnemError subclasses mapped back to their status names, the corpus's embedders are callables."""
+import ctypes
 import datetime
 import json
 import re
@@ -14,6 +15,15 @@ import mnem
 CASES = sorted((Path(__file__).resolve().parents[1] / "conformance" / "cases").glob("*.json"))
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 FLAGS = ("create", "read_only", "view")
+HYBRID_TEXT = {"text", "limit", "semantic_weight", "candidates", "episode_type", "tag"}  # hybrid_search_text's
+# The corpus's embedder `words` (tests/conformance/README.md): a count per word group, then 1.
+GROUPS = ("tea coffee oolong drink", "cat kitten dog pet", "train flight lisbon travel", "green red blue colour",
+          "morning noon night late", "sofa cushion home house", "apple bread lunch food")
+
+
+def words(text):
+    ws = [w.lower() for w in re.findall(r"[A-Za-z0-9]+", text)]
+    return [float(sum(w in g.split() for w in ws)) for g in GROUPS] + [1.0]
 
 
 class Skip(Exception):
@@ -30,7 +40,16 @@ def is_num(v):
 
 class Replay:
     def __init__(self, tmp):
-        self.tmp, self.stores, self.vars = tmp, {}, {}
+        self.tmp, self.stores, self.vars, self.texts = tmp, {}, {}, []
+
+    def embedder(self, kind):
+        """The corpus's embedder `kind` as a Python callable (None for "none"); it records each text."""
+        def embed(text):
+            self.texts.append(text)
+            if kind == "fails":
+                raise RuntimeError("model offline")
+            return [0.0] * 8 if kind == "zero" else words(text)
+        return None if kind == "none" else embed
 
     def bind(self, name, got, path):
         if name and self.vars.setdefault(name, got) != got:
@@ -171,7 +190,6 @@ class Replay:
                 ids = s.put_episodes(app, user, data)  # the binding's own sizing and retry
                 return {"ids": [str(i) for i in ids], "ids_len": 16 * len(ids)}
             # A given size, or NULL: what put_episodes never passes, so the C function itself.
-            import ctypes
             from mnem import _errors
             from mnem import _lib as L
             wanted = a.get("ids_wanted", True)
@@ -192,6 +210,26 @@ class Replay:
             if wanted:
                 out["ids"] = [str(uuid.UUID(bytes=raw[i:i + 16])) for i in range(0, written, 16)]
             return out
+        if name == "set_embedder":
+            s.set_embedder(self.embedder(a.get("kind", "words")))
+            return {}
+        if name == "embedder_texts":
+            texts, self.texts = self.texts, []
+            return {"value": texts}
+        if name == "recall":
+            q = query()
+            return {"json": s.recall(app, user, q.encode() if isinstance(q, str) else q)}  # a str would be the text
+        if name == "hybrid_search_with":
+            q, e = query(), self.embedder(a.get("embedder", "words"))
+            if isinstance(q, dict) and isinstance(q.get("text"), str) and set(q) <= HYBRID_TEXT:
+                opts = {k: v for k, v in q.items() if k != "text"}
+                return {"json": s.hybrid_search_text(app, user, q["text"], e, **opts)}
+            # A query hybrid_search_text cannot take (a vector, raw JSON): the C function itself.
+            from mnem import _lib as L
+            from mnem._store import _query, embed_callback
+            cb = embed_callback(e) if e else ctypes.cast(None, L.EMBED_FN)
+            return {"json": json.loads(s._read(s._lib.mnem_hybrid_search_with, L.mstr(app), L.mstr(user),
+                                               L.mstr(_query(q)), cb, None))}
         if name == "search":
             raw = s.search_raw(app, user, query())
             parsed = s.search(app, user, query())
