@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -211,78 +210,27 @@ func (c *countingEmbedder) Embed(string) ([]float32, error) {
 	return c.vec, c.err
 }
 
-// Fusion and scores: the conformance corpus (hybrid_*). Here: HybridSearchText and its Embedder.
-func TestHybrid(t *testing.T) {
+// What an embedder does to writes and searches: the conformance corpus (embed_*), replayed
+// with Go funcs. Here: the embedder's own error, or its panic, is what ErrEmbedderFailed says.
+func TestEmbedderErrors(t *testing.T) {
 	s := memStore(t)
-	ids, err := s.PutEpisodes(app, user, []EpisodeInput{
-		{Primary: "apple banana", Embedding: []float32{1, 0, 0}},
-		{Primary: "cherry date", Embedding: []float32{0, 1, 0}},
-		{Primary: "apple cherry", Embedding: []float32{0.7, 0.7, 0}},
-		{Primary: "apple only text"},
-	})
-	if err != nil {
+	if _, err := s.PutEpisodes(app, user, []EpisodeInput{{Primary: "apple", Embedding: []float32{1, 0}}}); err != nil {
 		t.Fatal(err)
 	}
-	d2 := ids[1]
-	// HybridSearchText calls the embedder only when a vector can matter.
-	emb := &countingEmbedder{vec: []float32{0, 1, 0}}
-	for _, q := range []HybridQuery{
-		{Text: " \n ", Limit: 10},
-		{Text: "", Limit: 10},
-		{Text: "apple", Limit: 10, SemanticWeight: Weight(0)},
-	} {
-		if _, err := s.HybridSearchText(app, user, q, emb); err != nil {
-			t.Fatalf("%+v: %v", q, err)
-		}
-	}
-	if emb.calls.Load() != 0 {
-		t.Fatalf("embedder called %d times for queries that cannot use it", emb.calls.Load())
-	}
-	res, err := s.HybridSearchText(app, user, HybridQuery{Text: "zzz", Limit: 1, SemanticWeight: Weight(1)}, emb)
-	if err != nil || emb.calls.Load() != 1 || len(res) != 1 || res[0].Record.ID != d2 {
-		t.Fatalf("HybridSearchText: %+v %v (calls %d)", res, err, emb.calls.Load())
-	}
 	boom := errors.New("model offline")
-	_, err = s.HybridSearchText(app, user, HybridQuery{Text: "apple", Limit: 3}, &countingEmbedder{err: boom})
+	_, err := s.HybridSearchText(app, user, HybridQuery{Text: "apple", Limit: 3}, &countingEmbedder{err: boom})
 	wantStatus(t, err, StatusEmbedderFailed, "a failing embedder")
 	if !errors.Is(err, ErrEmbedderFailed) || !errors.Is(err, boom) || !strings.Contains(err.Error(), "the embedder failed: "+boom.Error()) {
 		t.Fatalf("embedder error: %v (errors.Is the embedder's own error: %v)", err, errors.Is(err, boom))
 	}
-	// A registered embedder: the answer equals the explicit vector's (differential).
-	hash := EmbedderFunc(func(t string) ([]float32, error) {
-		v := []float32{0, 0, 0}
-		for _, c := range []byte(t) {
-			v[int(c)%3]++
-		}
-		return v, nil
-	})
-	e := memStore(t)
-	if _, err := e.PutEpisodes(app, user, []EpisodeInput{{Primary: "apple", Embed: true}, {Primary: "kiwi", Embed: true}}); err == nil {
-		t.Fatal("embed without an embedder was accepted")
-	}
-	if err := e.SetEmbedder(hash); err != nil {
+	if err := s.SetEmbedder(EmbedderFunc(func(string) ([]float32, error) { panic("model bug") })); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.PutEpisodes(app, user, []EpisodeInput{{Primary: "apple", Embed: true}, {Primary: "kiwi", Embed: true}}); err != nil {
-		t.Fatal(err)
+	_, err = s.PutEpisodes(app, user, []EpisodeInput{{Primary: "fig", Embed: true}})
+	wantStatus(t, err, StatusEmbedderFailed, "a panicking embedder")
+	if !strings.Contains(err.Error(), "panic: model bug") {
+		t.Fatalf("a panicking embedder: %v", err)
 	}
-	vec, _ := hash("pear")
-	with, err1 := e.HybridSearch(app, user, HybridQuery{Text: "pear"})
-	explicit, err2 := e.HybridSearch(app, user, HybridQuery{Text: "pear", Vector: vec})
-	if err1 != nil || err2 != nil || len(with) != 2 || !reflect.DeepEqual(with, explicit) {
-		t.Fatalf("registered %+v %v, explicit %+v %v", with, err1, explicit, err2)
-	}
-	if err := e.SetEmbedder(&countingEmbedder{err: boom}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.PutEpisodes(app, user, []EpisodeInput{{Primary: "fig", Embed: true}})
-	wantStatus(t, err, StatusEmbedderFailed, "a failing registered embedder")
-	if hits, _ := e.KeywordSearch(app, user, KeywordQuery{Text: "fig"}); len(hits) != 0 {
-		t.Fatalf("a failed write wrote: %+v", hits)
-	}
-	var fn Embedder = EmbedderFunc(func(string) ([]float32, error) { return []float32{1, 0}, nil })
-	_, err = s.HybridSearchText(app, user, HybridQuery{Text: "apple", Limit: 3}, fn)
-	wantStatus(t, err, StatusInvalidArgument, "query vector of the wrong dimension")
 }
 
 func TestBufferGrowth(t *testing.T) {

@@ -1,12 +1,14 @@
-"""Opt-in semantic recall: with an embedder, the library stores each event's and memory's
-vector with it and search_memory answers by mnem_recall, finding what keyword search misses."""
+"""Opt-in semantic recall through MnemMemoryService: with an embedder (sync or async, batch
+`embed(texts)`), the library stores each event's and memory's vector with it and search_memory
+answers by mnem_recall, finding what keyword search misses. What the library does with the
+vectors (which texts it embeds, deletes, re-added sessions, recall copies of older stores, long
+questions) is the conformance corpus's (tests/conformance/cases/embed_*.json,
+recall_legacy_copies.json)."""
 import asyncio
-import hashlib
 
 import pytest
 from google.adk.events import Event
 from google.adk.memory.memory_entry import MemoryEntry
-from google.adk.sessions import Session
 from google.genai import types
 
 import mnem
@@ -101,27 +103,6 @@ def test_embeddings_are_stored_and_weights_documented():
         MnemMemoryService(embedder=emb, semantic_weight=1.5)
 
 
-def test_unchanged_events_are_not_embedded_again():
-    emb = ToyEmbedder()
-    with MnemMemoryService(embedder=emb) as svc:
-        s = Session(app_name=APP, user_id=USER, id="s", last_update_time=1, events=[ev("a", "oolong tea")])
-        asyncio.run(svc.add_session_to_memory(s))
-        s.events.append(ev("b", "a puppy", 1001.0))
-        asyncio.run(svc.add_session_to_memory(s))
-        assert emb.calls == [["oolong tea"], ["a puppy"]]
-        assert ids(svc, "pet animal") == ["b", "a"]
-
-
-def test_delete_memory_removes_recall_and_blocks_the_id():
-    with MnemMemoryService(embedder=ToyEmbedder()) as svc:
-        add_events(svc, [ev("a", "oolong tea"), ev("b", "espresso")])
-        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="a"))
-        assert ids(svc, "beverage") == ["b"]
-        # ADK skips a deleted id for good; so does its recall copy, in any session.
-        add_events(svc, [ev("a", "oolong tea")], session_id="s2")
-        assert ids(svc, "beverage") == ["b"]
-
-
 def test_add_memory_is_recalled_semantically():
     with MnemMemoryService(embedder=ToyEmbedder()) as svc:
         asyncio.run(svc.add_memory(app_name=APP, user_id=USER, memories=[
@@ -150,87 +131,3 @@ def test_without_embedder_recall_copies_are_not_written():
         add_events(svc, [ev("a", "oolong tea")])
         res = svc.store.keyword_search(APP, USER, {"text": "oolong"})["results"]
         assert [r["record"]["episode_type"] for r in res] == ["event"]
-
-
-def test_long_questions_are_answered():
-    """BM25 takes at most 64 distinct terms and 4096 bytes; a longer question still answers."""
-    with MnemMemoryService(embedder=ToyEmbedder()) as svc:
-        add_events(svc, [ev("a", "oolong tea"), ev("b", "a puppy")])
-        many = "beverage " + " ".join(f"w{i}" for i in range(200)) + " oolong"
-        assert ids(svc, many)[0] == "a"
-        assert ids(svc, "pet " + "x" * 6000)[0] == "b"
-        # No terms at all: the vector channel alone answers.
-        assert sorted(ids(svc, "!!! ???")) == ["a", "b"]
-        assert ids(svc, "   ") == []
-
-
-def session(sid, *events):
-    return Session(app_name=APP, user_id=USER, id=sid, last_update_time=1, events=list(events))
-
-
-def recall_copies(svc, word):
-    """The stored events (memory ids) holding `word` that carry a vector: what semantic
-    recall can find (the vectors live on the events themselves)."""
-    q = {"text": word, "limit": 100, "vector": [1.0, 1.0, 1.0, 1.0], "semantic_weight": 0.5}
-    return sorted(r["record"]["event_id"] for r in svc.store.hybrid_search(APP, USER, q)["results"]
-                  if r["semantic_score"] > 0 and r["keyword_score"] > 0)
-
-
-def test_recall_copies_follow_what_the_store_keeps():
-    """Every memory hybrid search returns is one the store holds, and delete_memory removes it."""
-    with MnemMemoryService(embedder=ToyEmbedder()) as svc:
-        # A session added again with fewer events (ADK's rewind): the dropped event goes.
-        asyncio.run(svc.add_session_to_memory(session("s", ev("a", "oolong tea"), ev("b", "a puppy", 1001.0))))
-        assert recall_copies(svc, "puppy") == ["b"]
-        asyncio.run(svc.add_session_to_memory(session("s", ev("a", "oolong tea"))))
-        assert svc.store.search(APP, USER, "puppy")["memories"] == []
-        assert recall_copies(svc, "puppy") == []
-        assert "b" not in ids(svc, "pet animal")
-        # Appending an id the session already holds keeps the first event, in the store and
-        # in recall.
-        add_events(svc, [ev("c", "espresso")], session_id="t")
-        add_events(svc, [ev("c", "a kitten")], session_id="t")
-        assert [m["id"] for m in svc.store.search(APP, USER, "espresso")["memories"]] == ["c"]
-        assert (recall_copies(svc, "espresso"), recall_copies(svc, "kitten")) == (["c"], [])
-        # The same id in two sessions: deleting one session leaves the other's copy.
-        add_events(svc, [ev("d", "lisbon trip")], session_id="u1")
-        add_events(svc, [ev("d", "lisbon trip")], session_id="u2")
-        assert recall_copies(svc, "lisbon") == ["d", "d"]
-        assert asyncio.run(svc.delete_session(app_name=APP, user_id=USER, session_id="u2")) == 1
-        assert [m["id"] for m in svc.store.search(APP, USER, "lisbon")["memories"]] == ["d"]
-        assert recall_copies(svc, "lisbon") == ["d"]
-        assert ids(svc, "travel journey")[0] == "d"
-        # What search returns, delete_memory removes.
-        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="d"))
-        assert recall_copies(svc, "lisbon") == []
-        assert "d" not in ids(svc, "travel journey")
-
-
-def test_a_store_written_with_recall_copies_keeps_working(tmp_path):
-    """A store written by the service before recall moved into the library: events without
-    vectors, and recall copies (episodes of type adk_recall) and burial marks written with
-    put_episodes, as that service wrote them. The new service answers from it, and the
-    library's deletes hide the copies without any cleanup."""
-    emb = ToyEmbedder()
-    path = tmp_path / "old"
-    with MnemMemoryService(path) as plain:
-        add_events(plain, [ev("tea", "I always order an oolong"), ev("cat", "my kitten sleeps")])
-    with mnem.Store(str(path)) as st:
-        copies = []
-        for eid, text in [("tea", "I always order an oolong"), ("cat", "my kitten sleeps")]:
-            copies.append({"episode_type": "adk_recall", "primary": text,
-                           "secondary": "zmnemm" + hashlib.sha256(eid.encode()).hexdigest()[:32],
-                           "content": {"parts": [{"text": text}]}, "event_id": eid, "session_id": "s1",
-                           "timestamp": 1000.0, "author": "user", "embedding": emb.embed([text])[0]})
-        st.put_episodes(APP, USER, copies)
-        st.put_episodes(APP, USER, [{"episode_type": "adk_recall_deleted", "secondary": "zmnemmgone"}])
-    with MnemMemoryService(path, embedder=emb) as svc:
-        hits = search(svc, "favourite beverage?")
-        assert [m.id for m in hits][:1] == ["tea"]
-        assert hits[0].author == "user" and hits[0].content.parts[0].text == "I always order an oolong"
-        assert ids(svc, "any pet news")[0] == "cat"
-        asyncio.run(svc.delete_memory(app_name=APP, user_id=USER, memory_id="tea"))
-        assert "tea" not in ids(svc, "favourite beverage?")
-        # New events get their vectors on themselves, beside the old copies.
-        add_events(svc, [ev("latte", "a latte please")], session_id="s2")
-        assert ids(svc, "coffee drink")[0] == "latte"

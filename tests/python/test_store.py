@@ -165,40 +165,6 @@ def test_put_episodes_ids_skip_blank_and_whitespace_lines(monkeypatch, guess):
         # A bad line after blank lines, named by its number: the corpus (episodes_invalid).
 
 
-class CountingEmbedder:
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, text):
-        self.calls.append(text)
-        v = [0.0] * 8
-        for w in text.lower().split():
-            v[hash(w) % 8] += 1.0
-        return v
-
-
-def test_hybrid_search_and_embedder_bypass():
-    emb = CountingEmbedder()
-    assert isinstance(emb, mnem.Embedder)
-    with mnem.Store(":memory:") as s:
-        texts = ["red apple pie", "green apple", "blue sky"]
-        s.put_episodes(APP, USER, [{"primary": t, "embedding": emb(t)} for t in texts])
-        emb.calls.clear()
-        assert s.hybrid_search_text(APP, USER, "apple", emb, limit=0) == {"results": []}
-        assert s.hybrid_search_text(APP, USER, "  \t\n", emb) == {"results": []}
-        assert emb.calls == []
-        res = s.hybrid_search_text(APP, USER, "apple", emb, limit=5)["results"]
-        assert emb.calls == ["apple"]
-        assert {r["record"]["primary"] for r in res} >= {"red apple pie", "green apple"}
-        for r in res:
-            assert set(r) >= {"record", "score", "keyword_score", "semantic_score"}
-        lexical = s.hybrid_search_text(APP, USER, "apple", emb, semantic_weight=0.0)["results"]
-        assert emb.calls == ["apple"]  # zero semantic weight: no embedding
-        assert {r["record"]["primary"] for r in lexical} == {"red apple pie", "green apple"}
-        assert all(r["score"] == r["keyword_score"] for r in lexical)
-        assert all(r["semantic_score"] == 0 for r in lexical)
-
-
 def test_concurrent_readers_and_writer():
     errors = []
     with mnem.Store(":memory:") as s:
