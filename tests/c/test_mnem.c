@@ -608,7 +608,8 @@ static const uint8_t FIXED_BYTES[16] = {0x01, 0x90, 0xa5, 0xe4, 0, 0, 0x70, 0,
                                         0x80, 0,    0,    0,    0, 0, 0,    0xaa};
 
 /* Episode fields, revisions, bad lines and deletes: tests/conformance (episodes_*). Here: the
- * out_ids buffer (raw bytes, its capacity rule, nothing past 16 x lines) and err == NULL. */
+ * out_ids buffer (raw bytes, its capacity rule, nothing past 16 x lines), NULL pointers and
+ * err == NULL. */
 static void test_episodes(mnem_store *s) {
   mnem_str app = STR("ep"), user = STR("u");
   const char batch[] = "{\"primary\":\"aardvark alpha\"}\n"
@@ -649,6 +650,25 @@ static void test_episodes(mnem_store *s) {
   EXPECT(mnem_delete_episodes(s, app, user, EMPTY, &n, &err), OK);
   CHECK(n == 0);
   CHECK(NRES(mnem_keyword_search, s, app, user, q) == 3);
+
+  /* mnem_put_episodes_v2's pointer cases and invalid UTF-8 (its protocol and its refusals: the
+   * corpus, whose C and Rust replayers size every put_episodes_v2 step) */
+  size_t len = 999;
+  EXPECT(mnem_put_episodes_v2(s, app, user, STR(batch), NULL, 48, &len, &err), INVAL);
+  CHECK(len == 0 && msg_has("`out_ids` is NULL"));
+  EXPECT(mnem_put_episodes_v2(s, app, user, STR(batch), ids, sizeof ids, NULL, &err), INVAL);
+  CHECK(msg_has("`out_ids_len` is NULL"));
+  len = 999;
+  EXPECT(mnem_put_episodes_v2(NULL, app, user, STR(batch), ids, sizeof ids, &len, &err), INVAL);
+  CHECK(len == 0 && msg_has("`store` is NULL"));
+  len = 999;
+  EXPECT(mnem_put_episodes_v2(s, app, user, STR("{\"primary\":\"a\"}\n{\"primary\":\"\xff\"}"), ids,
+                              sizeof ids, &len, &err),
+         INVAL);
+  CHECK(len == 0 && msg_has("line 2"));
+  CHECK(NRES(mnem_keyword_search, s, app, user, q) == 3);
+  EXPECT_NOERR(mnem_put_episodes_v2(s, app, user, STR("{\"primary\":\"aardvark five\"}"), NULL, 0, NULL, NULL), OK);
+  CHECK(NRES(mnem_keyword_search, s, app, user, q) == 4);
 }
 
 /* ---- the embedder callback ------------------------------------------------------------- */
