@@ -86,18 +86,6 @@ fn forget_removes_every_key_and_the_bytes_from_the_files() {
 }
 
 #[test]
-fn forget_on_a_read_only_handle_is_refused() {
-    let dir = tempdir("forget-ro");
-    let ns = Namespace::new("a", "u");
-    fill(&open(&dir), &ns, "word");
-    let m = Mnem::open(&dir, OpenOptions { read_only: true, ..Default::default() }).unwrap();
-    assert_eq!(m.forget_namespace(&ns).unwrap_err().status, mnem::Status::ReadOnly);
-    assert_eq!(m.delete_session(&ns, "s1").unwrap_err().status, mnem::Status::ReadOnly);
-    drop(m);
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
 fn compact_erases_what_deletes_left_in_the_files() {
     let dir = tempdir("compact");
     let ns = Namespace::new("app", "u");
