@@ -11,7 +11,7 @@ use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::Result;
 use crate::lexical::index::Bm25Index;
 use crate::record::Episode;
-use crate::store::{Batch, OpenOptions, Snapshot, Store};
+use crate::store::{Batch, NsLock, OpenOptions, Snapshot, Store};
 use crate::vector::VectorIndex;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -55,12 +55,16 @@ impl Engine {
     /// The engine over an opened store: the indexes' state, with the graph cache taking the
     /// part of `opts.cache_bytes` that the storage's block cache does not.
     pub fn over(store: Store, opts: OpenOptions) -> Engine {
+        let graphs = opts.cache_bytes - opts.block_cache_bytes();
+        // A graph kept by this process would miss other processes' writes: on a shared store
+        // (PostgreSQL) each search loads its graph from its snapshot.
+        let keep_graphs = !store.is_shared();
         Engine {
             store: Arc::new(store),
             write_lock: Mutex::new(()),
             bm25: Bm25Index,
             adk: AdkSearchIndex,
-            vectors: VectorIndex::new(Cache::new(opts.cache_bytes - opts.block_cache_bytes())),
+            vectors: VectorIndex::new(Cache::new(graphs), keep_graphs),
             indexes_built: 0,
         }
     }
@@ -112,11 +116,12 @@ impl Engine {
         staged: &[&Episode],
         mut batch: Batch,
         placement: &Placement,
+        lock: &NsLock<'_>,
     ) -> Result<()> {
         let bm25 = self.bm25.stage(ctx, staged, placement, &mut batch)?;
         let adk = self.adk.stage(ctx, staged, placement, &mut batch)?;
         let vectors = self.vectors.stage(ctx, staged, placement, &mut batch)?;
-        self.store.write(batch)?;
+        lock.write(batch)?;
         Bm25Index::publish(bm25);
         AdkSearchIndex::publish(adk);
         VectorIndex::publish(vectors);

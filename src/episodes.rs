@@ -47,7 +47,7 @@ impl Engine {
         line_of: &dyn Fn(usize) -> usize,
     ) -> Result<Vec<Uuid>> {
         let writers = Writers::lock(self)?;
-        let mut txn = writers.begin(ns);
+        let mut txn = writers.begin(ns)?;
         let mut dim = self.vectors.dimension(&self.store, txn.snapshot(), ns)?;
         txn.episodes.prefetch(inputs.iter().filter_map(|i| i.id))?;
         // The memory ids `upsert` checks for `delete_memory` tombstones (a new UUID has none).
@@ -82,7 +82,7 @@ impl Engine {
     /// `Mnem::delete_episodes` (the public documentation is there).
     pub(crate) fn delete_episodes(&self, ns: &Namespace, ids: &[Uuid]) -> Result<u64> {
         let writers = Writers::lock(self)?;
-        let mut txn = writers.begin(ns);
+        let mut txn = writers.begin(ns)?;
         txn.episodes.prefetch(ids.iter().copied())?;
         let mut deleted = 0;
         for id in ids {

@@ -38,6 +38,17 @@ fn push_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// The length of the namespace prefix a key starts with (`Namespace::prefix`), or None when
+/// the key is too short to hold one. A backend that stores the namespace apart from the key
+/// (to distribute or filter by it) finds it here.
+pub fn namespace_len(key: &[u8]) -> Option<usize> {
+    let app = u32::from_be_bytes(key.get(..4)?.try_into().ok()?) as usize;
+    let user_at = 4usize.checked_add(app)?;
+    let user = u32::from_be_bytes(key.get(user_at..user_at.checked_add(4)?)?.try_into().ok()?) as usize;
+    let end = user_at.checked_add(4)?.checked_add(user)?;
+    (end <= key.len()).then_some(end)
+}
+
 /// Check that a namespace component fits the key encoding.
 pub fn check_component(what: &str, s: &str) -> Result<()> {
     if u32::try_from(s.len()).is_err() {

@@ -12,7 +12,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::{self, Namespace};
 use crate::record::{Episode, EpisodeInput, RecordView, MAX_RECORD_BYTES};
-use crate::store::{now_ms, Batch, Cf, Snapshot, Store};
+use crate::store::{now_ms, Batch, Cf, NsLock, Snapshot, Store};
 use parking_lot::MutexGuard;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -36,20 +36,23 @@ impl<'e> Writers<'e> {
         Ok(Writers { engine, _lock: engine.write_lock.lock() })
     }
 
-    /// Begin a write to `ns`: one snapshot of the store, one write time.
-    pub fn begin(&self, ns: &Namespace) -> WriteTxn<'_> {
+    /// Begin a write to `ns`: the namespace held against other processes' writers
+    /// (`store::Backend::lock_namespace`), then one snapshot of the store, one write time.
+    pub fn begin(&self, ns: &Namespace) -> Result<WriteTxn<'_>> {
         self.begin_at(&ns.prefix())
     }
 
     /// `begin`, for the namespace whose key prefix is `prefix`.
-    pub fn begin_at(&self, prefix: &[u8]) -> WriteTxn<'_> {
-        WriteTxn {
+    pub fn begin_at(&self, prefix: &[u8]) -> Result<WriteTxn<'_>> {
+        let lock = self.engine.store.lock_namespace(prefix)?;
+        Ok(WriteTxn {
             engine: self.engine,
             episodes: Pending::new(&self.engine.store, prefix),
             batch: Batch::default(),
             placement: Placement::default(),
             now: now_ms(),
-        }
+            lock,
+        })
     }
 
     /// Write the postings held behind earlier writes in place (`store::Backend::settle`), for
@@ -69,6 +72,8 @@ pub(crate) struct WriteTxn<'w> {
     pub placement: Placement,
     /// The write's time (revisions' `updated_at_ms`, expiry).
     pub now: i64,
+    /// Taken before the snapshot; every batch of the transaction commits through it.
+    lock: NsLock<'w>,
 }
 
 impl<'w> WriteTxn<'w> {
@@ -90,7 +95,7 @@ impl<'w> WriteTxn<'w> {
         self.episodes.write_into(&mut self.batch);
         let staged: Vec<&Episode> = self.episodes.staged().collect();
         let ctx = IndexWrite::new(&self.engine.store, self.episodes.snapshot(), self.episodes.prefix(), now_ms());
-        self.engine.commit_staged(&ctx, &staged, self.batch, &self.placement)
+        self.engine.commit_staged(&ctx, &staged, self.batch, &self.placement, &self.lock)
     }
 
     /// Commit episodes built elsewhere (an import's records, or, `records` false, an older
@@ -103,7 +108,7 @@ impl<'w> WriteTxn<'w> {
         let store = &self.engine.store;
         if built.is_empty() {
             let batch = std::mem::take(&mut self.batch);
-            return if batch.is_empty() { Ok(()) } else { store.write(batch) };
+            return if batch.is_empty() { Ok(()) } else { self.lock.write(batch) };
         }
         let prefix = self.episodes.prefix().to_vec();
         let mut done = 0u64;
@@ -116,7 +121,7 @@ impl<'w> WriteTxn<'w> {
             let staged: Vec<&Episode> = chunk.iter().filter(|e| !e.deleted).collect();
             let snap = store.snapshot_without_postings();
             let ctx = IndexWrite::new(store, &snap, &prefix, now_ms());
-            self.engine.commit_staged(&ctx, &staged, std::mem::take(&mut self.batch), &self.placement)?;
+            self.engine.commit_staged(&ctx, &staged, std::mem::take(&mut self.batch), &self.placement, &self.lock)?;
             done += chunk.len() as u64;
             progress(done);
         }

@@ -49,7 +49,7 @@ fn build_indexes(m: &Engine) -> Result<u64> {
             if let Some(t) = &mut current {
                 index_chunk(t, &mut chunk)?;
             }
-            let mut txn = writers.begin_at(prefix);
+            let mut txn = writers.begin_at(prefix)?;
             txn.placement = placement(m, &records, prefix)?;
             current = Some(txn);
             namespaces += 1;

@@ -240,6 +240,10 @@ struct Replay {
     embedders: Vec<Arc<Embedder>>,
     /// The texts they were asked to embed since the last `embedder_texts`.
     texts: Arc<Mutex<Vec<String>>>,
+    /// Replaying on PostgreSQL: the server's URI and the case's schema stem. Every store
+    /// the case names becomes a schema of its own (`:memory:`, a new one at each open).
+    pg: Option<(String, String)>,
+    opens: std::cell::Cell<u32>,
 }
 
 impl Drop for Replay {
@@ -326,6 +330,18 @@ impl Replay {
     }
 
     fn path(&self, p: &str) -> String {
+        if let (Some((uri, stem)), false) = (&self.pg, p.is_empty()) {
+            let name = if p == ":memory:" {
+                self.opens.set(self.opens.get() + 1);
+                format!("m{}", self.opens.get())
+            } else {
+                p.bytes()
+                    .map(|b| if b.is_ascii_alphanumeric() { b.to_ascii_lowercase() as char } else { '_' })
+                    .collect()
+            };
+            let sep = if uri.contains('?') { '&' } else { '?' };
+            return format!("{uri}{sep}schema={stem}_{name}");
+        }
         if p.is_empty() || p == ":memory:" {
             p.to_string()
         } else {
@@ -687,7 +703,7 @@ impl Replay {
     }
 }
 
-fn run_case(path: &Path) -> Result<usize, String> {
+fn run_case(path: &Path, pg: Option<&str>) -> Result<usize, String> {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).map_err(|e| e.to_string())?)
         .map_err(|e| format!("not JSON: {e}"))?;
     let tmp = std::env::temp_dir().join(format!(
@@ -697,8 +713,18 @@ fn run_case(path: &Path) -> Result<usize, String> {
     ));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
-    let mut r =
-        Replay { tmp, handles: HashMap::new(), vars: HashMap::new(), embedders: Vec::new(), texts: Default::default() };
+    let pg = pg.map(|uri| {
+        (uri.to_string(), format!("c{}_{}", std::process::id(), path.file_stem().unwrap().to_string_lossy()))
+    });
+    let mut r = Replay {
+        tmp,
+        handles: HashMap::new(),
+        vars: HashMap::new(),
+        embedders: Vec::new(),
+        texts: Default::default(),
+        pg,
+        opens: Default::default(),
+    };
     match doc.get("open") {
         Some(Value::Null) => {}
         Some(o) => r.call("open", o).map(|_| ())?,
@@ -716,16 +742,40 @@ fn run_case(path: &Path) -> Result<usize, String> {
     Ok(steps.len())
 }
 
+/// Cases about what only a store directory has: one process's exclusive open (BUSY; a
+/// PostgreSQL store is shared, so a second read-write open or a view beside a writer is
+/// OK), paths that are not there, backups into a directory (the server backs up its
+/// databases), and RocksDB's block cache in `stats`.
+const DIRECTORY_CASES: [&str; 5] =
+    ["open_busy_and_reopen", "open_errors", "check_backup_compact", "view", "open_stats"];
+
 #[test]
 fn conformance_corpus() {
+    replay_corpus(None);
+}
+
+/// The same corpus on PostgreSQL (`MNEM_TEST_PG_URI`, as scripts/test sets it; skipped
+/// without it), every case but `DIRECTORY_CASES`: the same answers on both backends.
+#[test]
+fn conformance_corpus_on_postgresql() {
+    match std::env::var("MNEM_TEST_PG_URI") {
+        Ok(uri) if !uri.is_empty() => replay_corpus(Some(&uri)),
+        _ => eprintln!("conformance on PostgreSQL: skipped (MNEM_TEST_PG_URI is not set)"),
+    }
+}
+
+fn replay_corpus(pg: Option<&str>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases");
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.retain(|p| p.extension().is_some_and(|x| x == "json"));
+    if pg.is_some() {
+        files.retain(|p| !DIRECTORY_CASES.iter().any(|c| p.file_stem().is_some_and(|s| s == *c)));
+    }
     files.sort();
     assert!(!files.is_empty(), "no cases in {}", dir.display());
     let (mut steps, mut failed) = (0, Vec::new());
     for f in &files {
-        match run_case(f) {
+        match run_case(f, pg) {
             Ok(n) => steps += n,
             Err(e) => failed.push(format!("{}: {e}", f.file_name().unwrap().to_string_lossy())),
         }

@@ -127,7 +127,7 @@ impl AdkWrite<'_> {
 impl Engine {
     /// Begin an ADK write to `ns`.
     fn adk_write<'w>(&self, writers: &'w Writers<'_>, ns: &Namespace) -> Result<AdkWrite<'w>> {
-        let txn = writers.begin(ns);
+        let txn = writers.begin(ns)?;
         let dim = self.vectors.dimension(&self.store, txn.snapshot(), ns)?;
         Ok(AdkWrite { txn, dim, vectors: false })
     }

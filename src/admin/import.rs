@@ -44,7 +44,7 @@ impl Engine {
         progress: Progress<'_>,
     ) -> Result<()> {
         let prefix = n.ns.prefix();
-        let mut txn = writers.begin(&n.ns);
+        let mut txn = writers.begin(&n.ns)?;
         let mut adk = AdkChanges { batch: &mut txn.batch, prefix: &prefix };
         if n.next_bucket > 0 {
             adk.set_next_position(n.next_bucket);

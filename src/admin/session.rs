@@ -13,7 +13,7 @@ impl Engine {
     /// `Mnem::delete_session` (the public documentation is there).
     pub(crate) fn delete_session(&self, ns: &Namespace, session_id: &str) -> Result<u64> {
         let writers = Writers::lock(self)?;
-        let mut txn = writers.begin(ns);
+        let mut txn = writers.begin(ns)?;
         let prefix = txn.prefix().to_vec();
         let state = AdkState { store: &self.store, snap: txn.snapshot(), prefix: &prefix };
         let Some(bucket) = state.bucket(session_id)? else { return Ok(0) };

@@ -13,6 +13,7 @@
 //! `Store` wraps a backend with what every backend shares: the format record (`meta`
 //! `format_version`), read-only refusal and the per-namespace key helpers.
 
+mod postgres;
 mod rocks;
 pub(crate) mod runs;
 
@@ -247,6 +248,13 @@ pub(crate) trait Backend: Send + Sync {
     fn snapshot_without_postings(&self) -> Box<dyn View + '_>;
     /// Apply one batch atomically (fsynced when the store was opened with `sync_writes`).
     fn write(&self, batch: BatchOps, postings: Option<Vec<u8>>) -> Result<()>;
+    /// Hold the namespace whose key prefix is `prefix` for one write: until the lock is
+    /// dropped, no other writer of the store, in this process or another, writes it, and a
+    /// snapshot taken after this returns sees every write of it acknowledged before. A
+    /// write transaction takes it before its snapshot and commits through it, so that its
+    /// read, decision and write are not interleaved with another process's (RocksDB, one
+    /// process per store: the writers' lock of `crate::txn` already does it).
+    fn lock_namespace(&self, prefix: &[u8]) -> Result<Box<dyn NamespaceLock + '_>>;
     /// Write the postings held behind earlier batches in place now: before an operation on
     /// whole key ranges (range deletes, compaction, backup), and at close.
     fn settle(&self) -> Result<()>;
@@ -270,6 +278,17 @@ pub(crate) trait Backend: Send + Sync {
     fn stats(&self) -> BackendStats;
     /// A store that lives in this process only (nothing durable, no files to copy).
     fn is_in_memory(&self) -> bool;
+    /// Other processes may write the store while this one has it open: nothing derived from
+    /// its keys may be kept in memory across snapshots.
+    fn is_shared(&self) -> bool {
+        false
+    }
+}
+
+/// One write's hold on a namespace (`Backend::lock_namespace`).
+pub(crate) trait NamespaceLock {
+    /// Apply one batch atomically, the namespace still held (`Backend::write`).
+    fn write(&self, batch: BatchOps, postings: Option<Vec<u8>>) -> Result<()>;
 }
 
 /// What a backend reports in `mnem_stats`.
@@ -339,7 +358,7 @@ impl Store {
                 opts.cache_bytes
             )));
         }
-        let mut backend = rocks::open(path, opts, lock)?;
+        let mut backend = open_backend(path, opts, lock)?;
         let opened_format = check_format(backend.as_ref(), opts.read_only)?;
         backend.recover()?;
         Ok(Store { backend, opened_format, read_only: opts.read_only })
@@ -401,6 +420,12 @@ impl Store {
         self.backend.write(ops, postings)
     }
 
+    /// Hold a namespace for one write (`Backend::lock_namespace`).
+    pub(crate) fn lock_namespace(&self, prefix: &[u8]) -> Result<NsLock<'_>> {
+        self.check_writable()?;
+        Ok(NsLock { lock: self.backend.lock_namespace(prefix)? })
+    }
+
     /// See `Backend::settle`.
     pub(crate) fn settle(&self) -> Result<()> {
         if self.read_only {
@@ -442,6 +467,11 @@ impl Store {
     /// The sequence number of the last write: it changes with every write batch.
     pub(crate) fn write_sequence(&self) -> u64 {
         self.backend.write_sequence()
+    }
+
+    /// Other processes may write it (`Backend::is_shared`).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.backend.is_shared()
     }
 
     /// A `:memory:` store (nothing on disk to back up).
@@ -538,6 +568,20 @@ impl Store {
     }
 }
 
+/// Whether `path` names a PostgreSQL database (`postgresql://...` or `postgres://...`)
+/// rather than a directory.
+pub fn is_postgres_uri(path: &str) -> bool {
+    path.starts_with("postgresql://") || path.starts_with("postgres://")
+}
+
+fn open_backend(path: &str, opts: OpenOptions, lock: bool) -> Result<Box<dyn Backend>> {
+    if is_postgres_uri(path) {
+        // Any number of processes share a PostgreSQL store: there is no directory to lock.
+        return postgres::open(path, opts);
+    }
+    rocks::open(path, opts, lock)
+}
+
 /// The format number found (or written, for a new store).
 fn check_format(backend: &dyn Backend, read_only: bool) -> Result<u32> {
     let snap = backend.snapshot_without_postings();
@@ -584,6 +628,20 @@ fn check_format(backend: &dyn Backend, read_only: bool) -> Result<u32> {
             backend.write(ops, postings)?;
             Ok(FORMAT_VERSION)
         }
+    }
+}
+
+/// A write's hold on one namespace (`Store::lock_namespace`); dropped, it lets the next
+/// writer of the namespace in.
+pub(crate) struct NsLock<'s> {
+    lock: Box<dyn NamespaceLock + 's>,
+}
+
+impl NsLock<'_> {
+    /// Commit one batch atomically, the namespace still held.
+    pub fn write(&self, batch: Batch) -> Result<()> {
+        let (ops, postings) = batch.into_parts();
+        self.lock.write(ops, postings)
     }
 }
 

@@ -271,6 +271,9 @@ pub struct VectorIndex {
     /// Orders a write's start and its look at the cache against a load's check and insert,
     /// so that a load never caches a graph a write has changed since (held for no I/O).
     caching: Mutex<()>,
+    /// Graphs are kept in `cache` between searches (false when other processes write the
+    /// store: `Store::is_shared`).
+    keep: bool,
 }
 
 /// Buckets of namespaces whose graph writes are counted apart, so that writes to one
@@ -342,8 +345,9 @@ impl VectorIndex {
         self.cache.remove(&cache_key(prefix));
     }
 
-    pub(crate) fn new(cache: Cache) -> VectorIndex {
+    pub(crate) fn new(cache: Cache, keep: bool) -> VectorIndex {
         VectorIndex {
+            keep,
             cache,
             started: std::array::from_fn(|_| AtomicU64::new(0)),
             finished: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -388,7 +392,7 @@ pub(crate) struct VectorStage<'m> {
 
 impl VectorStage<'_> {
     pub(crate) fn publish(mut self) {
-        if let Some(g) = self.graph.take() {
+        if let Some(g) = self.graph.take().filter(|_| self.index.keep) {
             let bytes = g.bytes();
             let arc = ArcRwLockWriteGuard::rwlock(&g).clone();
             drop(g);
@@ -525,7 +529,7 @@ impl VectorIndex {
         let read = g.read_arc();
         let _c = self.caching.lock();
         let unchanged = ticket.quiet && self.started[ticket.bucket].load(Ordering::SeqCst) == ticket.started;
-        if unchanged && self.cache.peek::<RwLock<NsVectors>>(&key).is_none() {
+        if self.keep && unchanged && self.cache.peek::<RwLock<NsVectors>>(&key).is_none() {
             self.cache.insert(key, g, bytes);
         }
         Ok(Some(read))

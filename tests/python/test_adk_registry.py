@@ -174,3 +174,13 @@ def test_adk_api_server_process_uses_mnem(agents_dir):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_postgresql_uris_keep_libpq_parameters_and_take_the_services_own():
+    from mnem.adk import parse_uri
+    path, opts = parse_uri("mnem+postgresql://u@127.0.0.1:5/db?schema=agents&sslmode=require&create=true")
+    assert path == "postgresql://u@127.0.0.1:5/db?schema=agents&sslmode=require"
+    assert opts == {"create": True}
+    assert parse_uri("mnem+postgres://h/db")[0] == "postgres://h/db"
+    with pytest.raises(ValueError, match="postgresql"):
+        parse_uri("mnem+postgresx://h/db")

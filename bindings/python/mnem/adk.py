@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union, runtime_checkable
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from google.adk.memory import BaseMemoryService
 from google.adk.memory.base_memory_service import SearchMemoryResponse
@@ -111,6 +111,8 @@ def parse_uri(uri: str, agents_dir: Optional[str] = None) -> tuple[str, dict[str
     the process). Query options: sync_writes, read_only, create (true/false), cache_bytes
     (integer), semantic_weight (0 to 1). Anything else is a ValueError naming it.
     """
+    if isinstance(uri, str) and "+postgres" in uri.split("://", 1)[0]:
+        return _parse_postgres_uri(uri)
     if not isinstance(uri, str) or "://" not in uri:
         raise ValueError(f"not a mnem URI (expected mnem:///path, mnem://relative/path or mnem://:memory:): {uri!r}")
     parts = urlsplit(uri)
@@ -136,6 +138,28 @@ def parse_uri(uri: str, agents_dir: Optional[str] = None) -> tuple[str, dict[str
     raise ValueError(f"mnem URI {uri!r} names no store: use mnem:///abs/dir, mnem://rel/dir or mnem://:memory:")
 
 
+def _parse_postgres_uri(uri: str) -> tuple[str, dict[str, Any]]:
+    """`mnem+postgresql://user@host/db?schema=s&create=true`: the store in PostgreSQL. The
+    service's own options (those of `parse_uri`) leave the query; the rest, with the URI,
+    goes to the library as it is (libpq's parameters and mnem's `schema`, `pool_size`,
+    `pool_timeout`, `statement_timeout`: the README)."""
+    scheme, rest = uri.split("://", 1)
+    pg_scheme = scheme.split("+", 1)[1]
+    if pg_scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"mnem URI {uri!r}: expected mnem+postgresql://...")
+    head, _, query = rest.partition("?")
+    options: dict[str, Any] = {}
+    kept = []
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key in _URI_OPTIONS:
+            name, parse = _URI_OPTIONS[key]
+            options[name] = parse(key, value)
+        else:
+            kept.append(f"{quote(key, safe='')}={quote(value, safe='')}")
+    path = f"{pg_scheme}://{head}" + (f"?{'&'.join(kept)}" if kept else "")
+    return path, options
+
+
 def register(scheme: str = "mnem", **service_kwargs: Any) -> None:
     """Registers MnemMemoryService for `scheme://` memory URIs with ADK's service registry.
 
@@ -148,7 +172,9 @@ def register(scheme: str = "mnem", **service_kwargs: Any) -> None:
     def factory(uri: str, **kwargs: Any) -> MnemMemoryService:
         return MnemMemoryService(uri=uri, **{**service_kwargs, **kwargs})
 
-    get_service_registry().register_memory_service(scheme, factory)
+    registry = get_service_registry()
+    for name in (scheme, f"{scheme}+postgresql", f"{scheme}+postgres"):
+        registry.register_memory_service(name, factory)
 
 
 # ---- conversions -----------------------------------------------------------------------------
@@ -272,7 +298,8 @@ class MnemMemoryService(BaseMemoryService):
             if path is None:
                 path = ":memory:"
             path = os.fspath(path)
-            if path != ":memory:" and not read_only and create is not False:
+            remote = path.startswith(("postgresql://", "postgres://"))
+            if path != ":memory:" and not remote and not read_only and create is not False:
                 # mnem creates the store directory, not its parents.
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             options = {"cache_bytes": cache_bytes} if cache_bytes is not None else None

@@ -9,7 +9,7 @@ pub use db::storage_status;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::store::runs::{Overlay, RunOps};
-use crate::store::{Backend, BackendStats, BatchOps, Cf, KeyRange, OpenOptions, View, Visit};
+use crate::store::{Backend, BackendStats, BatchOps, Cf, KeyRange, NamespaceLock, OpenOptions, View, Visit};
 use db::Rocks;
 use deferred::Behind;
 use rocksdb::checkpoint::Checkpoint;
@@ -64,6 +64,12 @@ impl Backend for RocksBackend {
     fn write(&self, ops: BatchOps, postings: Option<Vec<u8>>) -> Result<()> {
         let batch = self.rocks.batch(&ops)?;
         self.behind.commit(batch, postings)
+    }
+
+    fn lock_namespace(&self, _prefix: &[u8]) -> Result<Box<dyn NamespaceLock + '_>> {
+        // One process writes a RocksDB store (its directory lock), and the writers' lock of
+        // `crate::txn` serializes that process's writers: nothing more to hold.
+        Ok(Box::new(Held(self)))
     }
 
     fn settle(&self) -> Result<()> {
@@ -143,6 +149,15 @@ impl Backend for RocksBackend {
 
     fn is_in_memory(&self) -> bool {
         self.rocks.mem_env.is_some()
+    }
+}
+
+/// `RocksBackend::lock_namespace`: the write goes straight to the backend.
+struct Held<'b>(&'b RocksBackend);
+
+impl NamespaceLock for Held<'_> {
+    fn write(&self, ops: BatchOps, postings: Option<Vec<u8>>) -> Result<()> {
+        self.0.write(ops, postings)
     }
 }
 

@@ -1,0 +1,596 @@
+//! The PostgreSQL backend: a store is one schema of a database, shared by any number of
+//! processes on any number of machines.
+//!
+//! Each keyspace is a table `(ns bytea, key bytea, value bytea)` with primary key `(ns, key)`,
+//! `ns` being the namespace prefix the key starts with (`keys::namespace_len`; empty for
+//! `meta`), so every table can be distributed by namespace (Citus) and every per-namespace
+//! statement filters on it. Because namespace prefixes are prefix-free, `(ns, key)` order is
+//! key order. docs/FORMAT.md lists the tables.
+//!
+//! - A snapshot is a `REPEATABLE READ READ ONLY` transaction on a pooled connection, begun at
+//!   its first read; `multi_get` is one statement, a cursor reads pages of growing size.
+//! - A write is one transaction: its ops collapsed to the last change of each key, then one
+//!   statement per kind and keyspace (arrays bound as parameters).
+//! - `lock_namespace` takes a session advisory lock on a connection of its own, on which the
+//!   write then commits: writers of one namespace serialize across processes, writers of
+//!   different namespaces do not wait for each other, and a snapshot taken under the lock
+//!   sees every earlier write of the namespace. If that connection dies the server releases
+//!   the lock, and the commit on it fails too, so no write commits unlocked.
+//! - `write_sequence` reads a sequence bumped after each commit: an answer kept for a retry
+//!   (`ffi`) is never served after a write acknowledged anywhere.
+//!
+//! Every statement binds its values; the only text put into statements is the schema name,
+//! held to `[a-z_][a-z0-9_]*` (`config`).
+
+mod config;
+
+use crate::error::{Error, Result, Status};
+use crate::keys;
+use crate::store::runs::RunOps;
+use crate::store::{
+    Backend, BackendStats, BatchOps, Cf, Cursor, KeyRange, NamespaceLock, Op, OpenOptions, View, Visit,
+};
+use config::{PgConfig, Verify};
+use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use postgres::error::SqlState;
+use postgres_openssl::MakeTlsConnector;
+use r2d2_postgres::PostgresConnectionManager;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+type Manager = PostgresConnectionManager<MakeTlsConnector>;
+type Pool = r2d2::Pool<Manager>;
+type Conn = r2d2::PooledConnection<Manager>;
+
+/// Rows bound in one statement of a write (bounds its parameter arrays).
+const ROWS_PER_STATEMENT: usize = 5_000;
+/// A cursor's first page, and its largest (pages double between them).
+const FIRST_PAGE: i64 = 64;
+const LAST_PAGE: i64 = 4_096;
+
+fn table(cf: Cf) -> &'static str {
+    match cf {
+        Cf::Meta => "meta",
+        Cf::Episodes => "episodes",
+        Cf::Adk => "adk",
+        Cf::Index => "index_keys",
+    }
+}
+
+/// The namespace column of `key` in `cf`.
+fn ns_of(cf: Cf, key: &[u8]) -> &[u8] {
+    match cf {
+        Cf::Meta => &[],
+        _ => keys::namespace_len(key).map_or(&[][..], |n| &key[..n]),
+    }
+}
+
+/// The status a client error becomes: what the caller can do about it decides.
+fn status_of(e: &postgres::Error) -> Status {
+    let Some(db) = e.as_db_error() else {
+        // The connection closed or could not be made: the server is down or failing over.
+        return Status::Busy;
+    };
+    let code = db.code();
+    if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+        Status::ReadOnly
+    } else if *code == SqlState::QUERY_CANCELED
+        || *code == SqlState::T_R_SERIALIZATION_FAILURE
+        || *code == SqlState::T_R_DEADLOCK_DETECTED
+        || *code == SqlState::LOCK_NOT_AVAILABLE
+        || *code == SqlState::ADMIN_SHUTDOWN
+        || *code == SqlState::CRASH_SHUTDOWN
+        || *code == SqlState::CANNOT_CONNECT_NOW
+        || *code == SqlState::TOO_MANY_CONNECTIONS
+        || code.code().starts_with("08")
+    {
+        Status::Busy
+    } else if code.code().starts_with("28") {
+        Status::InvalidArgument
+    } else if code.code().starts_with("42") || code.code().starts_with("XX") {
+        Status::Corruption
+    } else {
+        Status::Io
+    }
+}
+
+fn pg_error(e: postgres::Error) -> Error {
+    let status = status_of(&e);
+    let hint = match status {
+        Status::Busy => " (retry: the server is busy, restarting or failing over)",
+        Status::ReadOnly => " (the server refuses writes)",
+        _ => "",
+    };
+    let text = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    };
+    Error::new(status, format!("postgresql: {text}{hint}"))
+}
+
+fn pool_error(e: r2d2::Error) -> Error {
+    Error::new(Status::Busy, format!("postgresql: no connection to the server: {e} (retry)"))
+}
+
+struct PgBackend {
+    pool: Pool,
+    schema: String,
+    shown: String,
+    sync_writes: bool,
+    block_cache_bytes: usize,
+}
+
+fn tls(c: &PgConfig) -> Result<MakeTlsConnector> {
+    let bad = |e: openssl::error::ErrorStack| Error::invalid(format!("PostgreSQL TLS setup: {e}"));
+    let mut b = SslConnector::builder(SslMethod::tls_client()).map_err(bad)?;
+    match c.verify {
+        Verify::None => b.set_verify(SslVerifyMode::NONE),
+        Verify::Ca | Verify::Full => {
+            let ca = c.root_cert.as_ref().expect("checked by config::parse");
+            b.set_ca_file(ca).map_err(|e| Error::invalid(format!("PostgreSQL `sslrootcert` {}: {e}", ca.display())))?;
+            b.set_verify(SslVerifyMode::PEER);
+        }
+    }
+    let mut connector = MakeTlsConnector::new(b.build());
+    let verify = c.verify;
+    connector.set_callback(move |cfg, _| {
+        // libpq: `require` and `verify-ca` do not check the host name; `verify-full` does.
+        cfg.set_verify_hostname(verify == Verify::Full);
+        Ok(())
+    });
+    Ok(connector)
+}
+
+pub(crate) fn open(uri: &str, opts: OpenOptions) -> Result<Box<dyn Backend>> {
+    let c = config::parse(uri)?;
+    let mut client = c.client.clone();
+    // Every session: a bound on each statement, and the schema's tables found unqualified by
+    // nobody (statements name them).
+    client.options(&format!(
+        "-c statement_timeout={} -c lock_timeout={}",
+        c.statement_timeout_ms, c.statement_timeout_ms
+    ));
+    let manager = PostgresConnectionManager::new(client, tls(&c)?);
+    let pool = r2d2::Pool::builder()
+        .max_size(c.pool_size)
+        .min_idle(Some(0))
+        .connection_timeout(c.pool_timeout)
+        .test_on_check_out(false)
+        .build_unchecked(manager);
+    let b = PgBackend {
+        pool,
+        schema: c.schema,
+        shown: c.shown,
+        sync_writes: opts.sync_writes,
+        block_cache_bytes: opts.block_cache_bytes(),
+    };
+    b.prepare(opts)?;
+    Ok(Box::new(b))
+}
+
+impl PgBackend {
+    fn conn(&self) -> Result<Conn> {
+        self.pool.get().map_err(|e| pool_error(e).context(&self.shown))
+    }
+
+    fn t(&self, cf: Cf) -> String {
+        format!("{}.{}", self.schema, table(cf))
+    }
+
+    /// Find the store's tables, or (create) make them, once, whoever else opens at once.
+    fn prepare(&self, opts: OpenOptions) -> Result<()> {
+        let mut conn = self.conn()?;
+        let exists: bool = conn
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&format!("{}.episodes", self.schema)])
+            .map_err(pg_error)?
+            .get(0);
+        if exists {
+            return Ok(());
+        }
+        if !opts.create {
+            return Err(Error::new(
+                Status::NotFound,
+                format!("no store at {:?} (pass MNEM_OPEN_CREATE to create one)", self.shown),
+            ));
+        }
+        let mut tx = conn.transaction().map_err(pg_error)?;
+        tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('mnem create ' || $1, 0))", &[&self.schema])
+            .map_err(pg_error)?;
+        let mut ddl = format!("CREATE SCHEMA IF NOT EXISTS {s};", s = self.schema);
+        for cf in Cf::ALL {
+            ddl.push_str(&format!(
+                "CREATE TABLE IF NOT EXISTS {t} (ns bytea NOT NULL, key bytea NOT NULL, value bytea NOT NULL, \
+                 PRIMARY KEY (ns, key));",
+                t = self.t(cf)
+            ));
+        }
+        ddl.push_str(&format!("CREATE SEQUENCE IF NOT EXISTS {s}.write_sequence;", s = self.schema));
+        tx.batch_execute(&ddl).map_err(pg_error)?;
+        tx.commit().map_err(pg_error)
+    }
+
+    /// Apply `ops` and `postings` in the transaction `tx`: the last change of each key, after
+    /// the range deletes (which remove the point changes before them that they cover).
+    fn apply(&self, tx: &mut postgres::Transaction<'_>, ops: &BatchOps, postings: Option<&[u8]>) -> Result<()> {
+        let mut point: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 4] = Default::default();
+        for op in ops.iter() {
+            match op {
+                Op::Put(cf, k, v) => {
+                    point[cf as usize].insert(k.to_vec(), Some(v.to_vec()));
+                }
+                Op::Delete(cf, k) => {
+                    point[cf as usize].insert(k.to_vec(), None);
+                }
+                Op::DeleteRange(cf, from, to) => {
+                    point[cf as usize].retain(|k, _| !(k.as_slice() >= from && k.as_slice() < to));
+                    let ns = ns_of(cf, from);
+                    let within = keys::prefix_successor(ns).is_some_and(|end| to <= end.as_slice());
+                    if !ns.is_empty() && within {
+                        let sql = format!("DELETE FROM {} WHERE ns = $1 AND key >= $2 AND key < $3", self.t(cf));
+                        tx.execute(&sql, &[&ns, &from, &to]).map_err(pg_error)?;
+                    } else {
+                        let sql = format!("DELETE FROM {} WHERE key >= $1 AND key < $2", self.t(cf));
+                        tx.execute(&sql, &[&from, &to]).map_err(pg_error)?;
+                    }
+                }
+                Op::Clear(cf) => {
+                    point[cf as usize].clear();
+                    tx.execute(&format!("DELETE FROM {}", self.t(cf)), &[]).map_err(pg_error)?;
+                }
+            }
+        }
+        if let Some(run) = postings {
+            let index = &mut point[Cf::Index as usize];
+            for op in RunOps::new(run) {
+                let (k, v) = op?;
+                index.insert(k.to_vec(), v.map(<[u8]>::to_vec));
+            }
+        }
+        for cf in Cf::ALL {
+            let changes = std::mem::take(&mut point[cf as usize]);
+            let (puts, dels): (Vec<_>, Vec<_>) = changes.into_iter().partition(|(_, v)| v.is_some());
+            let del_sql = format!(
+                "DELETE FROM {t} USING unnest($1::bytea[], $2::bytea[]) AS d(ns, key) \
+                 WHERE {t}.ns = d.ns AND {t}.key = d.key",
+                t = self.t(cf)
+            );
+            for chunk in dels.chunks(ROWS_PER_STATEMENT) {
+                let ns: Vec<&[u8]> = chunk.iter().map(|(k, _)| ns_of(cf, k)).collect();
+                let ks: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
+                tx.execute(&del_sql, &[&ns, &ks]).map_err(pg_error)?;
+            }
+            let put_sql = format!(
+                "INSERT INTO {t} (ns, key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[]) \
+                 ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value",
+                t = self.t(cf)
+            );
+            for chunk in puts.chunks(ROWS_PER_STATEMENT) {
+                let ns: Vec<&[u8]> = chunk.iter().map(|(k, _)| ns_of(cf, k)).collect();
+                let ks: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
+                let vs: Vec<&[u8]> = chunk.iter().map(|(_, v)| v.as_deref().expect("a put")).collect();
+                tx.execute(&put_sql, &[&ns, &ks, &vs]).map_err(pg_error)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One write transaction on `conn`, then the write sequence moves on.
+    fn write_on(&self, conn: &mut Conn, ops: &BatchOps, postings: Option<&[u8]>) -> Result<()> {
+        let mut tx = conn.transaction().map_err(pg_error)?;
+        if !self.sync_writes {
+            // The commit still waits for the standbys `synchronous_standby_names` names when the
+            // server is set so (docs: replication); only the local flush is not waited for.
+            tx.batch_execute("SET LOCAL synchronous_commit = local").map_err(pg_error)?;
+        }
+        self.apply(&mut tx, ops, postings)?;
+        tx.commit().map_err(pg_error)?;
+        // After the commit, before the write returns: see the module's documentation.
+        conn.execute(&format!("SELECT nextval('{}.write_sequence')", self.schema), &[]).map_err(pg_error)?;
+        Ok(())
+    }
+}
+
+impl Backend for PgBackend {
+    fn recover(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn View + '_>> {
+        Ok(Box::new(PgView { backend: self, conn: RefCell::new(None) }))
+    }
+
+    fn snapshot_without_postings(&self) -> Box<dyn View + '_> {
+        Box::new(PgView { backend: self, conn: RefCell::new(None) })
+    }
+
+    fn write(&self, ops: BatchOps, postings: Option<Vec<u8>>) -> Result<()> {
+        let mut conn = self.conn()?;
+        self.write_on(&mut conn, &ops, postings.as_deref())
+    }
+
+    fn lock_namespace(&self, prefix: &[u8]) -> Result<Box<dyn NamespaceLock + '_>> {
+        let mut conn = self.conn()?;
+        let key = lock_key(&self.schema, prefix);
+        conn.execute(&format!("SELECT pg_advisory_lock({LOCK_ID})"), &[&key]).map_err(pg_error)?;
+        Ok(Box::new(PgLock { backend: self, conn: RefCell::new(Some(conn)), key }))
+    }
+
+    fn settle(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn set_postings_limit(&self, _bytes: usize) {}
+
+    fn write_sequence(&self) -> u64 {
+        let read = self.conn().ok().and_then(|mut c| {
+            c.query_one(&format!("SELECT last_value, is_called FROM {}.write_sequence", self.schema), &[]).ok()
+        });
+        match read {
+            Some(row) => {
+                let (v, called): (i64, bool) = (row.get(0), row.get(1));
+                if called {
+                    v as u64
+                } else {
+                    0
+                }
+            }
+            // Unknown: a number no earlier call saw, so nothing kept is reused.
+            None => u64::MAX - (crate::store::now_ms() as u64),
+        }
+    }
+
+    fn flush(&self) -> Result<()> {
+        // A commit that returned is durable (or, without `sync_writes`, will be within the
+        // server's WAL writer delay): ask the server to flush it now.
+        let mut conn = self.conn()?;
+        conn.batch_execute("SET synchronous_commit = on; SELECT pg_current_wal_flush_lsn(); RESET synchronous_commit")
+            .map_err(pg_error)
+    }
+
+    fn erase(&self, _ranges: &[KeyRange<'_>]) -> Result<()> {
+        // Deleted rows leave the tables' pages at VACUUM; the write-ahead log and base
+        // backups keep them until they are recycled (SECURITY.md).
+        let mut conn = self.conn()?;
+        let tables: Vec<String> = Cf::ALL.iter().map(|&cf| self.t(cf)).collect();
+        conn.batch_execute(&format!("VACUUM {}", tables.join(", "))).map_err(pg_error)
+    }
+
+    fn approximate_bytes(&self, cf: Cf, from: &[u8], to: &[u8]) -> u64 {
+        let Ok(mut conn) = self.conn() else { return 0 };
+        let sql = format!(
+            "SELECT coalesce(sum(pg_column_size(key) + pg_column_size(value)), 0)::bigint FROM {} \
+             WHERE ns = $1 AND key >= $2 AND key < $3",
+            self.t(cf)
+        );
+        conn.query_one(&sql, &[&ns_of(cf, from), &from, &to]).map_or(0, |r| r.get::<_, i64>(0) as u64)
+    }
+
+    fn backup(&self, _dest: &str) -> Result<()> {
+        Err(Error::invalid(
+            "a PostgreSQL store is backed up by the server (pg_dump, base backups) or copied with mnem_export",
+        ))
+    }
+
+    fn verify(&self, cf: Cf, visit: &mut Visit<'_>) -> Result<()> {
+        let view = PgView { backend: self, conn: RefCell::new(None) };
+        let mut c = view.cursor(cf, &[]);
+        c.seek(&[]);
+        while let Some((k, v)) = c.current() {
+            visit(k, v)?;
+            c.next();
+        }
+        c.status()
+    }
+
+    fn stats(&self) -> BackendStats {
+        // The budget stays the share `cache_bytes` gives the storage, as on disk; the
+        // server's shared buffers do the caching, so none of it is used here.
+        BackendStats { block_cache_capacity: self.block_cache_bytes, ..BackendStats::default() }
+    }
+
+    fn is_in_memory(&self) -> bool {
+        false
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+}
+
+/// The bytes whose digest (64 bits of md5, computed by the server, so the same for every
+/// client) names the advisory lock of a namespace of the store in `schema`.
+fn lock_key(schema: &str, prefix: &[u8]) -> Vec<u8> {
+    [schema.as_bytes(), b"\0", prefix].concat()
+}
+
+const LOCK_ID: &str = "('x' || left(md5($1::bytea), 16))::bit(64)::bigint";
+
+struct PgLock<'b> {
+    backend: &'b PgBackend,
+    conn: RefCell<Option<Conn>>,
+    key: Vec<u8>,
+}
+
+impl NamespaceLock for PgLock<'_> {
+    fn write(&self, ops: BatchOps, postings: Option<Vec<u8>>) -> Result<()> {
+        let mut conn = self.conn.borrow_mut();
+        let conn = conn.as_mut().expect("held until drop");
+        self.backend.write_on(conn, &ops, postings.as_deref())
+    }
+}
+
+impl Drop for PgLock<'_> {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.conn.get_mut().take() {
+            if conn.execute(&format!("SELECT pg_advisory_unlock({LOCK_ID})"), &[&self.key]).is_err() {
+                // Broken: the server released the lock with the session; the pool drops it.
+                let _ = conn.batch_execute("SELECT 1");
+            }
+        }
+    }
+}
+
+/// A consistent view: one read-only repeatable-read transaction, begun at the first read.
+struct PgView<'b> {
+    backend: &'b PgBackend,
+    conn: RefCell<Option<Conn>>,
+}
+
+impl PgView<'_> {
+    fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        let mut slot = self.conn.borrow_mut();
+        if slot.is_none() {
+            let mut c = self.backend.conn()?;
+            c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(pg_error)?;
+            *slot = Some(c);
+        }
+        f(slot.as_mut().expect("set above"))
+    }
+
+    /// Up to `limit` rows of `cf` from `start` (inclusive), below `upper`, in key order.
+    fn page(&self, cf: Cf, start: &[u8], upper: Option<&[u8]>, limit: i64) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let t = self.backend.t(cf);
+        let ns = ns_of(cf, start);
+        // Within one namespace when the bounds are: the common case, and the one statement
+        // a distributed table routes to one shard.
+        let one_ns =
+            !ns.is_empty() && upper.is_some_and(|u| keys::prefix_successor(ns).is_some_and(|e| u <= e.as_slice()));
+        self.with(|c| {
+            let rows = if one_ns {
+                let sql = format!(
+                    "SELECT key, value FROM {t} WHERE ns = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4"
+                );
+                c.query(&sql, &[&ns, &start, &upper.expect("one_ns"), &limit])
+            } else {
+                // `(ns, key) >= (ns of start, start)` lets the primary key's order answer.
+                let lower_ns: &[u8] = if ns.is_empty() { start } else { ns };
+                let sql = format!(
+                    "SELECT key, value FROM {t} WHERE (ns, key) >= ($1, $2) AND key >= $2 AND ($3::bytea IS NULL OR key < $3) \
+                     ORDER BY ns, key LIMIT $4"
+                );
+                c.query(&sql, &[&lower_ns, &start, &upper, &limit])
+            }
+            .map_err(pg_error)?;
+            Ok(rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))).collect())
+        })
+    }
+}
+
+impl Drop for PgView<'_> {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.conn.get_mut().take() {
+            let _ = c.batch_execute("ROLLBACK");
+        }
+    }
+}
+
+impl View for PgView<'_> {
+    fn get(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let sql = format!("SELECT value FROM {} WHERE ns = $1 AND key = $2", self.backend.t(cf));
+        self.with(|c| {
+            let row = c.query_opt(&sql, &[&ns_of(cf, key), &key]).map_err(pg_error)?;
+            Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+        })
+    }
+
+    fn multi_get(&self, cf: Cf, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let t = self.backend.t(cf);
+        let sql = format!(
+            "SELECT k.i, {t}.value FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS k(ns, key, i) \
+             JOIN {t} ON {t}.ns = k.ns AND {t}.key = k.key"
+        );
+        let ns: Vec<&[u8]> = keys.iter().map(|k| ns_of(cf, k)).collect();
+        let ks: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        self.with(|c| {
+            let mut out = vec![None; keys.len()];
+            for r in c.query(&sql, &[&ns, &ks]).map_err(pg_error)? {
+                let i: i64 = r.get(0);
+                out[(i - 1) as usize] = Some(r.get::<_, Vec<u8>>(1));
+            }
+            Ok(out)
+        })
+    }
+
+    fn cursor(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_> {
+        Box::new(PgCursor {
+            view: self,
+            cf,
+            prefix: prefix.to_vec(),
+            upper: keys::prefix_successor(prefix),
+            rows: Vec::new(),
+            at: 0,
+            more: false,
+            page: FIRST_PAGE,
+            error: None,
+        })
+    }
+}
+
+struct PgCursor<'v> {
+    view: &'v PgView<'v>,
+    cf: Cf,
+    prefix: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    at: usize,
+    /// The last page was full: rows may follow it.
+    more: bool,
+    page: i64,
+    error: Option<Error>,
+}
+
+impl PgCursor<'_> {
+    fn fetch(&mut self, start: &[u8]) {
+        match self.view.page(self.cf, start, self.upper.as_deref(), self.page) {
+            Ok(rows) => {
+                self.more = rows.len() as i64 == self.page;
+                self.rows = rows;
+            }
+            Err(e) => {
+                self.rows.clear();
+                self.more = false;
+                self.error = Some(e);
+            }
+        }
+        self.at = 0;
+        self.page = (self.page * 2).min(LAST_PAGE);
+    }
+}
+
+impl Cursor for PgCursor<'_> {
+    fn seek(&mut self, target: &[u8]) {
+        let start = if target < self.prefix.as_slice() { self.prefix.clone() } else { target.to_vec() };
+        // A seek within the page held (posting lists skip forward) costs no round trip.
+        if let (Some(first), Some(last)) = (self.rows.get(self.at), self.rows.last()) {
+            if first.0.as_slice() <= start.as_slice() && (start.as_slice() <= last.0.as_slice() || !self.more) {
+                self.at += self.rows[self.at..].partition_point(|(k, _)| k.as_slice() < start.as_slice());
+                return;
+            }
+        }
+        self.page = FIRST_PAGE;
+        self.fetch(&start);
+    }
+
+    fn next(&mut self) {
+        self.at += 1;
+        if self.at >= self.rows.len() && self.more {
+            let mut start = self.rows.last().expect("a full page").0.clone();
+            start.push(0);
+            self.fetch(&start);
+        }
+    }
+
+    fn current(&self) -> Option<(&[u8], &[u8])> {
+        self.rows.get(self.at).map(|(k, v)| (k.as_slice(), v.as_slice()))
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(Error::new(e.status, e.message.clone())),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The PostgreSQL backend against the RocksDB one and against itself from many processes.
+//! Needs a server: `MNEM_TEST_PG_URI` (scripts/test starts one with scripts/pg-server);
+//! without it every test says it skipped. Each test works in schemas of its own.
+
+use mnem::{EpisodeInput, HybridQuery, KeywordQuery, Mnem, Namespace, OpenOptions, Status};
+use std::process::Command;
+use uuid::Uuid;
+mod common;
+use common::Rng;
+
+fn server() -> Option<String> {
+    let uri = std::env::var("MNEM_TEST_PG_URI").ok().filter(|u| !u.is_empty());
+    if uri.is_none() {
+        eprintln!("skipped: MNEM_TEST_PG_URI is not set");
+    }
+    uri
+}
+
+fn with_schema(uri: &str, schema: &str) -> String {
+    format!("{uri}{}schema={schema}", if uri.contains('?') { '&' } else { '?' })
+}
+
+/// A schema no earlier run used (dropped at the end of the test that made it).
+fn fresh_schema(uri: &str, stem: &str) -> (String, Drop) {
+    let schema = format!("t{}_{stem}", std::process::id());
+    (with_schema(uri, &schema), Drop { uri: uri.to_string(), schema })
+}
+
+struct Drop {
+    uri: String,
+    schema: String,
+}
+
+impl std::ops::Drop for Drop {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.uri, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
+}
+
+fn create() -> OpenOptions {
+    OpenOptions { create: true, ..Default::default() }
+}
+
+const WORDS: [&str; 16] = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "东京",
+    "café",
+    "naïve",
+    "ünïcode",
+    "kilo",
+    "lima",
+    "mike",
+    "zulu",
+];
+
+fn text(r: &mut Rng, n: usize) -> String {
+    (0..n).map(|_| r.pick(&WORDS)).collect::<Vec<_>>().join(" ")
+}
+
+fn vector(r: &mut Rng) -> Vec<f32> {
+    (0..8).map(|_| r.normal() as f32).collect()
+}
+
+/// The same writes, in the same order, to `m`: ADK sessions and events, episodes with
+/// vectors, deletes of both kinds.
+fn write_all(m: &Mnem, seed: u64) -> Vec<Uuid> {
+    let ns = Namespace::new("app", "user");
+    let mut r = Rng(seed);
+    for s in 0..6 {
+        let events: Vec<String> = (0..40)
+            .map(|i| {
+                serde_json::json!({"id": format!("e{s}-{i}"), "author": if i % 2 == 0 {"user"} else {"model"},
+                    "timestamp": 1000.0 + f64::from(s * 100 + i),
+                    "content": {"role": "user", "parts": [{"text": text(&mut r, 12)}]}})
+                .to_string()
+            })
+            .collect();
+        m.add_events(&ns, &format!("s{s}"), &events.join("\n"), "").unwrap();
+    }
+    m.delete_memory(&ns, "e2-3").unwrap();
+    let mut ids = Vec::new();
+    for b in 0..5 {
+        let inputs: Vec<EpisodeInput> = (0..50)
+            .map(|i| EpisodeInput {
+                id: Some(Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0000 | (b * 1000 + i) as u128)),
+                primary: text(&mut r, 8),
+                secondary: text(&mut r, 3),
+                tags: vec![format!("t{}", i % 3)],
+                embedding: Some(vector(&mut r)),
+                ..Default::default()
+            })
+            .collect();
+        ids.extend(m.put_episodes(&ns, inputs).unwrap());
+    }
+    m.delete_episodes(&ns, &ids[10..20]).unwrap();
+    ids
+}
+
+#[test]
+fn every_search_answers_as_on_rocksdb() {
+    let Some(uri) = server() else { return };
+    let (pg_uri, _drop) = fresh_schema(&uri, "same");
+    let dir = std::env::temp_dir().join(format!("mnem-pg-same-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rocks = Mnem::open(dir.to_str().unwrap(), create()).unwrap();
+    let pg = Mnem::open(&pg_uri, create()).unwrap();
+    assert_eq!(write_all(&rocks, 7), write_all(&pg, 7));
+    let ns = Namespace::new("app", "user");
+    let mut r = Rng(99);
+    for q in 0..40 {
+        let query = text(&mut r, 1 + q % 3);
+        assert_eq!(rocks.search(&ns, &query).unwrap(), pg.search(&ns, &query).unwrap(), "search {query:?}");
+        // ADK events get a new UUID in each store, and equal scores are ordered by UUID: the
+        // results compare by their event id (or UUID) and score, in score order.
+        let kq = KeywordQuery { limit: 1000, ..KeywordQuery::new(&query) };
+        let ranked = |m: &Mnem| -> Vec<(String, f64)> {
+            let hits = m.keyword_search(&ns, &kq).unwrap();
+            assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+            let mut out: Vec<(String, f64)> = hits
+                .into_iter()
+                .map(|h| (h.record.event_id.clone().unwrap_or_else(|| h.record.id.to_string()), h.score))
+                .collect();
+            out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            out
+        };
+        let want = ranked(&rocks);
+        assert!(!want.is_empty(), "{query:?}");
+        assert_eq!(want, ranked(&pg), "keyword_search {query:?}");
+        // The episodes with vectors have the same ids in both stores (fusion depends on the
+        // lexical ranks, which equal scores order by UUID).
+        let hq = HybridQuery {
+            vector: Some(vector(&mut r)),
+            episode_type: Some(EpisodeInput::default().episode_type),
+            ..HybridQuery::new(&query)
+        };
+        let fused = |m: &Mnem| -> Vec<(String, f64)> {
+            let mut out: Vec<(String, f64)> = m
+                .hybrid_search(&ns, &HybridQuery { limit: 1000, ..hq.clone() })
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.record.event_id.clone().unwrap_or_else(|| h.record.id.to_string()), h.score))
+                .collect();
+            out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            out
+        };
+        assert_eq!(fused(&rocks), fused(&pg), "hybrid_search {query:?}");
+    }
+    // An export of one imports into the other: the same answers again.
+    let mut export = Vec::new();
+    pg.export(None, &mut export, &mut |_, _| {}).unwrap();
+    let export = String::from_utf8(export).unwrap();
+    let dir2 = dir.with_extension("import");
+    let _ = std::fs::remove_dir_all(&dir2);
+    let imported = Mnem::open(dir2.to_str().unwrap(), create()).unwrap();
+    imported.import(&export, &mut |_, _| {}).unwrap();
+    for query in ["alpha", "东京 café", "zulu kilo"] {
+        assert_eq!(imported.search(&ns, query).unwrap(), pg.search(&ns, query).unwrap());
+    }
+    drop((rocks, imported));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&dir2);
+}
+
+#[test]
+fn opening_names_what_is_wrong_and_never_the_password() {
+    let Some(uri) = server() else { return };
+    let e = Mnem::open(&with_schema(&uri, "never_created"), OpenOptions::default()).err().unwrap();
+    assert_eq!(e.status, Status::NotFound, "{}", e.message);
+    let pw = uri.split_once("://").and_then(|(_, r)| r.split_once('@')).and_then(|(u, _)| u.split_once(':'));
+    if let Some((_, pw)) = pw {
+        assert!(!e.message.contains(pw), "{}", e.message);
+        let wrong = uri.replacen(&format!(":{pw}@"), ":wrong-password@", 1);
+        let e = Mnem::open(&wrong, create()).err().unwrap();
+        assert!(!e.message.contains("wrong-password"), "{}", e.message);
+        assert_eq!(e.status, Status::Busy, "{}", e.message);
+    }
+    let e = Mnem::open(&with_schema(&uri, "Bad;Name"), create()).err().unwrap();
+    assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+}
+
+/// A child process of `processes_share_one_store`: writes batches to the shared namespace and
+/// to its own, deleting some of what it wrote, and prints each acknowledged id.
+#[test]
+fn child_writer() {
+    let (Ok(uri), Ok(me)) = (std::env::var("MNEM_PG_CHILD_URI"), std::env::var("MNEM_PG_CHILD")) else { return };
+    let me: u128 = me.parse().unwrap();
+    let m = Mnem::open(&uri, OpenOptions::default()).unwrap();
+    let shared = Namespace::new("app", "shared");
+    let own = Namespace::new("app", format!("own{me}"));
+    let mut r = Rng(me as u64 + 1);
+    for b in 0..20u128 {
+        for ns in [&shared, &own] {
+            let inputs: Vec<EpisodeInput> = (0..5u128)
+                .map(|i| EpisodeInput {
+                    id: Some(Uuid::from_u128((me << 64) | (b << 8) | i)),
+                    primary: format!("common {}", text(&mut r, 6)),
+                    ..Default::default()
+                })
+                .collect();
+            for id in m.put_episodes(ns, inputs).unwrap() {
+                println!("ACK {} {id}", ns.user_id);
+            }
+        }
+        if b % 4 == 3 {
+            let gone = Uuid::from_u128((me << 64) | ((b - 1) << 8));
+            assert_eq!(m.delete_episodes(&shared, &[gone]).unwrap(), 1);
+            println!("DEL shared {gone}");
+        }
+    }
+}
+
+#[test]
+fn processes_share_one_store() {
+    let Some(uri) = server() else { return };
+    let (pg_uri, _drop) = fresh_schema(&uri, "procs");
+    drop(Mnem::open(&pg_uri, create()).unwrap());
+    let exe = std::env::current_exe().unwrap();
+    let running: Vec<_> = (1..=4)
+        .map(|i| {
+            Command::new(&exe)
+                .args(["child_writer", "--exact", "--nocapture", "--test-threads=1"])
+                .env("MNEM_PG_CHILD_URI", &pg_uri)
+                .env("MNEM_PG_CHILD", (i + 10).to_string())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut acked: Vec<(String, Uuid)> = Vec::new();
+    let mut deleted: Vec<(String, Uuid)> = Vec::new();
+    for c in running {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "a child failed: {}", String::from_utf8_lossy(&out.stdout));
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            // The harness's own "test child_writer ... " may precede the first line.
+            let at = line.find("ACK ").or_else(|| line.find("DEL ")).unwrap_or(line.len());
+            let parts: Vec<&str> = line[at..].split(' ').collect();
+            match parts[..] {
+                ["ACK", ns, id] => acked.push((ns.to_string(), id.parse().unwrap())),
+                ["DEL", ns, id] => deleted.push((ns.to_string(), id.parse().unwrap())),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(acked.len(), 4 * 20 * 2 * 5);
+    let m = Mnem::open(&pg_uri, OpenOptions::default()).unwrap();
+    // A serial replay of the surviving episodes, on RocksDB, ranks them identically.
+    let dir = std::env::temp_dir().join(format!("mnem-pg-serial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let serial = Mnem::open(dir.to_str().unwrap(), create()).unwrap();
+    for (user, id) in &acked {
+        let ns = Namespace::new("app", user.as_str());
+        let got = m.get_episode(&ns, id).unwrap();
+        assert_eq!(got.is_some(), !deleted.contains(&(user.clone(), *id)), "{user} {id}");
+        if let Some(e) = got {
+            let input = EpisodeInput { id: Some(*id), primary: e.primary.clone(), ..Default::default() };
+            serial.put_episodes(&ns, vec![input]).unwrap();
+        }
+    }
+    for user in ["shared", "own11", "own14"] {
+        let ns = Namespace::new("app", user);
+        for q in ["common", "alpha bravo", "东京"] {
+            let kq = KeywordQuery { limit: 1000, ..KeywordQuery::new(q) };
+            let ranked = |m: &Mnem| -> Vec<(Uuid, f64)> {
+                m.keyword_search(&ns, &kq).unwrap().into_iter().map(|h| (h.record.id, h.score)).collect()
+            };
+            assert_eq!(ranked(&m), ranked(&serial), "{user} {q:?}");
+        }
+    }
+    drop(serial);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tls_is_verified_against_the_servers_ca() {
+    let Some(uri) = server() else { return };
+    let Ok(verify) = std::env::var("MNEM_TEST_PG_VERIFY_URI") else {
+        eprintln!("skipped: MNEM_TEST_PG_VERIFY_URI is not set");
+        return;
+    };
+    let (plain, _drop) = fresh_schema(&uri, "tls");
+    let schema = plain.rsplit_once("schema=").unwrap().1.to_string();
+    let m = Mnem::open(&with_schema(&verify, &schema), create()).unwrap();
+    m.put_episodes(&Namespace::new("a", "u"), vec![EpisodeInput { primary: "over tls".into(), ..Default::default() }])
+        .unwrap();
+    drop(m);
+    let required = Mnem::open(&format!("{plain}&sslmode=require"), OpenOptions::default()).unwrap();
+    assert_eq!(required.keyword_search(&Namespace::new("a", "u"), &KeywordQuery::new("tls")).unwrap().len(), 1);
+    // A CA that did not sign the server's certificate: the handshake fails, nothing opens.
+    let other_ca = std::env::temp_dir().join(format!("mnem-other-ca-{}.crt", std::process::id()));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other"])
+        .arg("-keyout")
+        .arg(other_ca.with_extension("key"))
+        .arg("-out")
+        .arg(&other_ca)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let ca = verify.split("sslrootcert=").nth(1).unwrap().split('&').next().unwrap().to_string();
+    let wrong = with_schema(&verify.replace(&ca, other_ca.to_str().unwrap()), &schema);
+    let e = Mnem::open(&wrong, OpenOptions::default()).err().expect("a foreign CA is refused");
+    assert_eq!(e.status, Status::Busy, "{}", e.message);
+    let _ = std::fs::remove_file(&other_ca);
+    let _ = std::fs::remove_file(other_ca.with_extension("key"));
+}
