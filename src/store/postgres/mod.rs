@@ -116,7 +116,6 @@ struct PgBackend {
     pool: Pool,
     schema: String,
     shown: String,
-    sync_writes: bool,
     block_cache_bytes: usize,
 }
 
@@ -157,13 +156,7 @@ pub(crate) fn open(uri: &str, opts: OpenOptions) -> Result<Box<dyn Backend>> {
         .connection_timeout(c.pool_timeout)
         .test_on_check_out(false)
         .build_unchecked(manager);
-    let b = PgBackend {
-        pool,
-        schema: c.schema,
-        shown: c.shown,
-        sync_writes: opts.sync_writes,
-        block_cache_bytes: opts.block_cache_bytes(),
-    };
+    let b = PgBackend { pool, schema: c.schema, shown: c.shown, block_cache_bytes: opts.block_cache_bytes() };
     b.prepare(opts)?;
     Ok(Box::new(b))
 }
@@ -277,11 +270,6 @@ impl PgBackend {
     /// One write transaction on `conn`, then the write sequence moves on.
     fn write_on(&self, conn: &mut Conn, ops: &BatchOps, postings: Option<&[u8]>) -> Result<()> {
         let mut tx = conn.transaction().map_err(pg_error)?;
-        if !self.sync_writes {
-            // The commit still waits for the standbys `synchronous_standby_names` names when the
-            // server is set so (docs: replication); only the local flush is not waited for.
-            tx.batch_execute("SET LOCAL synchronous_commit = local").map_err(pg_error)?;
-        }
         self.apply(&mut tx, ops, postings)?;
         tx.commit().map_err(pg_error)?;
         // After the commit, before the write returns: see the module's documentation.
@@ -340,11 +328,9 @@ impl Backend for PgBackend {
     }
 
     fn flush(&self) -> Result<()> {
-        // A commit that returned is durable (or, without `sync_writes`, will be within the
-        // server's WAL writer delay): ask the server to flush it now.
-        let mut conn = self.conn()?;
-        conn.batch_execute("SET synchronous_commit = on; SELECT pg_current_wal_flush_lsn(); RESET synchronous_commit")
-            .map_err(pg_error)
+        // A commit returns once it is as durable as the server's `synchronous_commit` and
+        // `synchronous_standby_names` make it (README): nothing is left to flush here.
+        Ok(())
     }
 
     fn erase(&self, _ranges: &[KeyRange<'_>]) -> Result<()> {
