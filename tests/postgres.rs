@@ -181,7 +181,8 @@ fn opening_names_what_is_wrong_and_never_the_password() {
         let wrong = uri.replacen(&format!(":{pw}@"), ":wrong-password@", 1);
         let e = Mnem::open(&wrong, create()).err().unwrap();
         assert!(!e.message.contains("wrong-password"), "{}", e.message);
-        assert_eq!(e.status, Status::Busy, "{}", e.message);
+        assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);
+        assert!(e.message.contains("password authentication failed"), "{}", e.message);
     }
     let e = Mnem::open(&with_schema(&uri, "Bad;Name"), create()).err().unwrap();
     assert_eq!(e.status, Status::InvalidArgument, "{}", e.message);

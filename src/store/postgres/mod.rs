@@ -103,7 +103,16 @@ fn pg_error(e: postgres::Error) -> Error {
     };
     let text = match e.as_db_error() {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => e.to_string(),
+        None => {
+            // The client's own text, and what caused it (an I/O or TLS error).
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            text
+        }
     };
     Error::new(status, format!("postgresql: {text}{hint}"))
 }
@@ -114,6 +123,9 @@ fn pool_error(e: r2d2::Error) -> Error {
 
 struct PgBackend {
     pool: Pool,
+    /// How the pool connects: used once more when it cannot, for the server's own reason.
+    client: postgres::Config,
+    tls: MakeTlsConnector,
     schema: String,
     shown: String,
     block_cache_bytes: usize,
@@ -149,21 +161,31 @@ pub(crate) fn open(uri: &str, opts: OpenOptions) -> Result<Box<dyn Backend>> {
         "-c statement_timeout={} -c lock_timeout={}",
         c.statement_timeout_ms, c.statement_timeout_ms
     ));
-    let manager = PostgresConnectionManager::new(client, tls(&c)?);
+    let tls = tls(&c)?;
+    let manager = PostgresConnectionManager::new(client.clone(), tls.clone());
     let pool = r2d2::Pool::builder()
         .max_size(c.pool_size)
         .min_idle(Some(0))
         .connection_timeout(c.pool_timeout)
         .test_on_check_out(false)
         .build_unchecked(manager);
-    let b = PgBackend { pool, schema: c.schema, shown: c.shown, block_cache_bytes: opts.block_cache_bytes() };
+    let b =
+        PgBackend { pool, client, tls, schema: c.schema, shown: c.shown, block_cache_bytes: opts.block_cache_bytes() };
     b.prepare(opts)?;
     Ok(Box::new(b))
 }
 
 impl PgBackend {
     fn conn(&self) -> Result<Conn> {
-        self.pool.get().map_err(|e| pool_error(e).context(&self.shown))
+        self.pool.get().map_err(|e| {
+            // The pool says only that it timed out: one direct attempt gives the reason
+            // (authentication, TLS, an unknown database, a refused connection).
+            let why = match self.client.connect(self.tls.clone()) {
+                Err(direct) => pg_error(direct),
+                Ok(_) => pool_error(e),
+            };
+            why.context(&self.shown)
+        })
     }
 
     fn t(&self, cf: Cf) -> String {
