@@ -115,7 +115,10 @@ enum mnem_status
   // `mnem_open` found no store at the path and `MNEM_OPEN_CREATE` was not given.
   MNEM_STATUS_NOT_FOUND = 3,
   // The store is already open (in this process or another), or the storage engine reported
-  // a busy, timed-out or try-again condition. Nothing was changed; retry later.
+  // a busy, timed-out or try-again condition (a PostgreSQL store: also a lost connection or
+  // a server restarting or failing over). Nothing was changed; retry later. One exception:
+  // when a PostgreSQL connection breaks during a write's commit, the write applied whole or
+  // not at all, and the server alone knows which.
   MNEM_STATUS_BUSY = 4,
   // A write on a handle opened with `MNEM_OPEN_READ_ONLY`. Nothing was changed.
   MNEM_STATUS_READ_ONLY = 5,
