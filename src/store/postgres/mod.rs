@@ -431,8 +431,10 @@ impl Drop for PgLock<'_> {
     fn drop(&mut self) {
         if let Some(mut conn) = self.conn.get_mut().take() {
             if conn.execute(&format!("SELECT pg_advisory_unlock({LOCK_ID})"), &[&self.key]).is_err() {
-                // Broken: the server released the lock with the session; the pool drops it.
-                let _ = conn.batch_execute("SELECT 1");
+                // A pooled session must not keep the lock for its next user: release every
+                // advisory lock it holds (if this fails too, the session is broken and the
+                // server released them with it; the pool drops a closed connection).
+                let _ = conn.batch_execute("SELECT pg_advisory_unlock_all()");
             }
         }
     }
