@@ -8,7 +8,7 @@ use mnem::{EpisodeInput, Mnem, Namespace, OpenOptions};
 use serde_json::{json, Value};
 use uuid::Uuid;
 mod common;
-use common::Rng;
+use common::{places, Rng};
 
 const ATOMS: [&str; 33] = [
     "tea",
@@ -205,46 +205,47 @@ fn step(m: &Mnem, ns: &Namespace, model: &mut Model, rng: &mut Rng, counter: &mu
 
 #[test]
 fn search_equals_the_reference_scan_through_a_random_history_and_a_reopen() {
-    let dir = std::env::temp_dir().join(format!("mnem-adk-index-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let path = dir.to_str().unwrap().to_string();
-    let ns = Namespace::new("app", "user");
-    let mut rng = Rng(0x1234_5678);
-    let mut model = Model::default();
-    let mut counter = 0;
-    {
-        let m = Mnem::open(&path, OpenOptions { create: true, ..Default::default() }).unwrap();
-        for round in 0..4 {
-            for _ in 0..100 {
-                step(&m, &ns, &mut model, &mut rng, &mut counter);
+    for place in places("adk_reference_scan") {
+        eprintln!("backend: {}", place.backend);
+        let ns = Namespace::new("app", "user");
+        let mut rng = Rng(0x1234_5678);
+        let mut model = Model::default();
+        let mut counter = 0;
+        {
+            let m = place.open();
+            for round in 0..4 {
+                for _ in 0..100 {
+                    step(&m, &ns, &mut model, &mut rng, &mut counter);
+                }
+                check(&m, &ns, &model, &mut rng, 100 + round * 50);
             }
-            check(&m, &ns, &model, &mut rng, 100 + round * 50);
+            // Another namespace's writes are invisible here.
+            let other = Namespace::new("app", "other");
+            m.add_events(&other, "s0", &event("x1", "tea 東京 python"), "").unwrap();
+            check(&m, &ns, &model, &mut rng, 50);
         }
-        // Another namespace's writes are invisible here.
-        let other = Namespace::new("app", "other");
-        m.add_events(&other, "s0", &event("x1", "tea 東京 python"), "").unwrap();
-        check(&m, &ns, &model, &mut rng, 50);
+        let m = Mnem::open(&place.uri, OpenOptions::default()).unwrap();
+        check(&m, &ns, &model, &mut rng, 300);
     }
-    let m = Mnem::open(&path, OpenOptions::default()).unwrap();
-    check(&m, &ns, &model, &mut rng, 300);
-    drop(m);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn session_event_ids_and_delete_memory_read_the_persisted_index() {
-    let m = Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap();
-    let ns = Namespace::new("app", "user");
-    let body = [event("a", "tea"), event("b", "東京"), event("c", "")].join("\n");
-    m.add_events(&ns, "s", &body, "").unwrap();
-    m.add_events(&ns, "t", &event("b", "again"), "").unwrap();
-    m.add_events(&ns, "s", &event("a", "duplicate id: not added"), "").unwrap();
-    assert_eq!(m.session_event_ids(&ns, "s").unwrap(), Some(vec!["a".into(), "b".into(), "c".into()]));
-    assert_eq!(m.session_event_ids(&ns, "nope").unwrap(), None);
-    // `b` is in two buckets: both go.
-    assert_eq!(m.delete_memory(&ns, "b").unwrap(), 2);
-    assert_eq!(m.session_event_ids(&ns, "s").unwrap(), Some(vec!["a".into(), "c".into()]));
-    assert_eq!(m.session_event_ids(&ns, "t").unwrap(), Some(vec![]));
-    assert_eq!(found(&m, &ns, "東京 again tea"), ["a"]);
-    assert_eq!(m.delete_memory(&ns, "b").unwrap(), 0);
+    for place in places("adk_event_ids") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let ns = Namespace::new("app", "user");
+        let body = [event("a", "tea"), event("b", "東京"), event("c", "")].join("\n");
+        m.add_events(&ns, "s", &body, "").unwrap();
+        m.add_events(&ns, "t", &event("b", "again"), "").unwrap();
+        m.add_events(&ns, "s", &event("a", "duplicate id: not added"), "").unwrap();
+        assert_eq!(m.session_event_ids(&ns, "s").unwrap(), Some(vec!["a".into(), "b".into(), "c".into()]));
+        assert_eq!(m.session_event_ids(&ns, "nope").unwrap(), None);
+        // `b` is in two buckets: both go.
+        assert_eq!(m.delete_memory(&ns, "b").unwrap(), 2);
+        assert_eq!(m.session_event_ids(&ns, "s").unwrap(), Some(vec!["a".into(), "c".into()]));
+        assert_eq!(m.session_event_ids(&ns, "t").unwrap(), Some(vec![]));
+        assert_eq!(found(&m, &ns, "東京 again tea"), ["a"]);
+        assert_eq!(m.delete_memory(&ns, "b").unwrap(), 0);
+    }
 }

@@ -3,6 +3,8 @@
 
 use mnem::{EpisodeInput, KeywordQuery, Mnem, Namespace, OpenOptions};
 use serde_json::json;
+mod common;
+use common::{backends, open_new};
 
 fn kq(text: &str, limit: usize) -> KeywordQuery {
     let mut q = KeywordQuery::new(text);
@@ -133,35 +135,42 @@ fn session(tag: &str, n: usize, words: &[&str]) -> String {
 
 #[test]
 fn a_deleted_session_ranks_as_if_never_added() {
-    let words = ["alpha", "beta", "gamma", "delta", "shared"];
-    let ns = Namespace::new("app", "user");
-    let (a, b) = (open(":memory:"), open(":memory:"));
-    let s1 = session("one", 8, &words);
-    let s2 = session("two", 9, &words[1..]);
-    let s3 = session("three", 7, &words[2..]);
-    a.add_session(&ns, "s1", &s1).unwrap();
-    a.add_session(&ns, "s2", &s2).unwrap();
-    a.add_events(&ns, "s2", &ev("extra", 5.0, "alpha shared extra"), "").unwrap();
-    a.add_session(&ns, "s3", &s3).unwrap();
-    b.add_session(&ns, "s1", &s1).unwrap();
-    b.add_session(&ns, "s3", &s3).unwrap();
-    assert_eq!(a.delete_session(&ns, "s2").unwrap(), 10);
-    assert_eq!(a.delete_session(&ns, "s2").unwrap(), 0);
-    assert_eq!(a.delete_session(&ns, "never").unwrap(), 0);
-    assert_eq!(a.session_event_ids(&ns, "s2").unwrap(), None);
-    let queries =
-        ["alpha", "beta", "gamma delta", "shared", "two", "extra", "alpha beta gamma delta shared", "one three"];
-    for q in queries {
-        assert_eq!(a.search(&ns, q).unwrap(), b.search(&ns, q).unwrap(), "query {q:?}");
+    for backend in backends() {
+        eprintln!("backend: {backend}");
+        let mut held = Vec::new();
+        let words = ["alpha", "beta", "gamma", "delta", "shared"];
+        let ns = Namespace::new("app", "user");
+        let (a, b) = (
+            open_new(&mut held, backend, "a_deleted_session_ranks_"),
+            open_new(&mut held, backend, "a_deleted_session_ranks_"),
+        );
+        let s1 = session("one", 8, &words);
+        let s2 = session("two", 9, &words[1..]);
+        let s3 = session("three", 7, &words[2..]);
+        a.add_session(&ns, "s1", &s1).unwrap();
+        a.add_session(&ns, "s2", &s2).unwrap();
+        a.add_events(&ns, "s2", &ev("extra", 5.0, "alpha shared extra"), "").unwrap();
+        a.add_session(&ns, "s3", &s3).unwrap();
+        b.add_session(&ns, "s1", &s1).unwrap();
+        b.add_session(&ns, "s3", &s3).unwrap();
+        assert_eq!(a.delete_session(&ns, "s2").unwrap(), 10);
+        assert_eq!(a.delete_session(&ns, "s2").unwrap(), 0);
+        assert_eq!(a.delete_session(&ns, "never").unwrap(), 0);
+        assert_eq!(a.session_event_ids(&ns, "s2").unwrap(), None);
+        let queries =
+            ["alpha", "beta", "gamma delta", "shared", "two", "extra", "alpha beta gamma delta shared", "one three"];
+        for q in queries {
+            assert_eq!(a.search(&ns, q).unwrap(), b.search(&ns, q).unwrap(), "query {q:?}");
+        }
+        // Added again, the session goes after every existing bucket, as in a store that adds it now.
+        a.add_session(&ns, "s2", &s2).unwrap();
+        b.add_session(&ns, "s2", &s2).unwrap();
+        for q in queries {
+            assert_eq!(a.search(&ns, q).unwrap(), b.search(&ns, q).unwrap(), "query {q:?} after re-adding");
+        }
+        let q2 = kq("two", 100);
+        assert_eq!(a.keyword_search(&ns, &q2).unwrap().len(), b.keyword_search(&ns, &q2).unwrap().len());
     }
-    // Added again, the session goes after every existing bucket, as in a store that adds it now.
-    a.add_session(&ns, "s2", &s2).unwrap();
-    b.add_session(&ns, "s2", &s2).unwrap();
-    for q in queries {
-        assert_eq!(a.search(&ns, q).unwrap(), b.search(&ns, q).unwrap(), "query {q:?} after re-adding");
-    }
-    let q2 = kq("two", 100);
-    assert_eq!(a.keyword_search(&ns, &q2).unwrap().len(), b.keyword_search(&ns, &q2).unwrap().len());
 }
 
 fn export(m: &Mnem, only: Option<&Namespace>) -> String {
@@ -239,140 +248,161 @@ fn answers(m: &Mnem, ns: &Namespace) -> Vec<String> {
 
 #[test]
 fn export_then_import_reproduces_records_order_and_every_answer() {
-    let src = open(":memory:");
-    let nss = varied(&src);
-    let text = export(&src, None);
-    assert!(text.starts_with(r#"{"type":"header","mnem_export":1,"#), "{}", &text[..80]);
-    let dst = open(":memory:");
-    let t = dst.import(&text, &mut |_, _| {}).unwrap();
-    assert_eq!(t.namespaces, 2);
-    assert_eq!(export(&dst, None), text, "the imported store exports the same bytes");
-    for ns in &nss {
-        assert!(answers(&src, ns) == answers(&dst, ns), "{ns:?}: answers differ after the round trip");
-        let (a, b) = (src.namespace_stats(ns).unwrap(), dst.namespace_stats(ns).unwrap());
-        assert_eq!(
-            (a.records, a.live, a.deleted, a.buckets, a.bucket_events, a.memory_tombstones),
-            (b.records, b.live, b.deleted, b.buckets, b.bucket_events, b.memory_tombstones)
-        );
-        assert_eq!((a.bm25_index, a.adk_index, a.adk), (b.bm25_index, b.adk_index, b.adk));
-        // The same writes continue the same way after the round trip.
-        for m in [&src, &dst] {
-            m.add_session(ns, "s3", &session("d", 4, &["river", "zeta"])).unwrap();
-            m.add_events(ns, "s1", &ev("late", 9.0, "river late"), "").unwrap();
+    for backend in backends() {
+        eprintln!("backend: {backend}");
+        let mut held = Vec::new();
+        let src = open_new(&mut held, backend, "export_then_import_repro");
+        let nss = varied(&src);
+        let text = export(&src, None);
+        assert!(text.starts_with(r#"{"type":"header","mnem_export":1,"#), "{}", &text[..80]);
+        let dst = open_new(&mut held, backend, "export_then_import_repro");
+        let t = dst.import(&text, &mut |_, _| {}).unwrap();
+        assert_eq!(t.namespaces, 2);
+        assert_eq!(export(&dst, None), text, "the imported store exports the same bytes");
+        for ns in &nss {
+            assert!(answers(&src, ns) == answers(&dst, ns), "{ns:?}: answers differ after the round trip");
+            let (a, b) = (src.namespace_stats(ns).unwrap(), dst.namespace_stats(ns).unwrap());
+            assert_eq!(
+                (a.records, a.live, a.deleted, a.buckets, a.bucket_events, a.memory_tombstones),
+                (b.records, b.live, b.deleted, b.buckets, b.bucket_events, b.memory_tombstones)
+            );
+            assert_eq!((a.bm25_index, a.adk_index, a.adk), (b.bm25_index, b.adk_index, b.adk));
+            // The same writes continue the same way after the round trip.
+            for m in [&src, &dst] {
+                m.add_session(ns, "s3", &session("d", 4, &["river", "zeta"])).unwrap();
+                m.add_events(ns, "s1", &ev("late", 9.0, "river late"), "").unwrap();
+            }
+            // New writes mint new UUIDs, so compare what does not show them: ADK answers and buckets.
+            for q in ["river", "zeta", "late", "stone"] {
+                assert!(src.search(ns, q).unwrap() == dst.search(ns, q).unwrap(), "{ns:?} {q:?} after more writes");
+            }
+            assert_eq!(src.session_event_ids(ns, "s1").unwrap(), dst.session_event_ids(ns, "s1").unwrap());
         }
-        // New writes mint new UUIDs, so compare what does not show them: ADK answers and buckets.
-        for q in ["river", "zeta", "late", "stone"] {
-            assert!(src.search(ns, q).unwrap() == dst.search(ns, q).unwrap(), "{ns:?} {q:?} after more writes");
-        }
-        assert_eq!(src.session_event_ids(ns, "s1").unwrap(), dst.session_event_ids(ns, "s1").unwrap());
+        // One namespace alone.
+        let one = open_new(&mut held, backend, "export_then_import_repro");
+        one.import(&export(&src, Some(&nss[1])), &mut |_, _| {}).unwrap();
+        assert!(answers(&one, &nss[1]) == answers(&src, &nss[1]), "one namespace's answers differ");
+        assert_eq!(one.list_namespaces(None, 10).unwrap().namespaces.len(), 1);
     }
-    // One namespace alone.
-    let one = open(":memory:");
-    one.import(&export(&src, Some(&nss[1])), &mut |_, _| {}).unwrap();
-    assert!(answers(&one, &nss[1]) == answers(&src, &nss[1]), "one namespace's answers differ");
-    assert_eq!(one.list_namespaces(None, 10).unwrap().namespaces.len(), 1);
 }
 
 #[test]
 fn a_bad_import_names_its_line_and_writes_nothing() {
-    let src = open(":memory:");
-    let nss = varied(&src);
-    let text = export(&src, None);
-    let lines: Vec<&str> = text.lines().collect();
-    let dst = open(":memory:");
-    let before = export(&dst, None);
-    let damaged = |at: usize, with: &str| {
-        let mut l = lines.clone();
-        l[at] = with;
-        l.join("\n")
-    };
-    let cases = [
-        (damaged(5, "{\"type\":\"episode\""), "line 6"),
-        (damaged(3, r#"{"type":"bucket","session_id":"s9","position":99,"next_seq":1}"#), "line 4"),
-        (damaged(0, r#"{"type":"header","mnem_export":2}"#), "line 1"),
-        (damaged(7, r#"{"type":"wat"}"#), "line 8"),
-        (lines[..lines.len() - 1].join("\n"), "truncated"),
-        (damaged(lines.len() - 1, r#"{"type":"end","namespaces":2,"episodes":1}"#), &format!("line {}", lines.len())),
-    ];
-    for (input, want) in &cases {
-        let e = dst.import(input, &mut |_, _| {}).unwrap_err();
-        assert_eq!(e.status, mnem::Status::InvalidArgument, "{want}: {}", e.message);
-        assert!(e.message.contains(want), "want {want:?} in {:?}", e.message);
-        assert_eq!(export(&dst, None), before, "nothing written ({want})");
+    for backend in backends() {
+        eprintln!("backend: {backend}");
+        let mut held = Vec::new();
+        let src = open_new(&mut held, backend, "a_bad_import_names_its_l");
+        let nss = varied(&src);
+        let text = export(&src, None);
+        let lines: Vec<&str> = text.lines().collect();
+        let dst = open_new(&mut held, backend, "a_bad_import_names_its_l");
+        let before = export(&dst, None);
+        let damaged = |at: usize, with: &str| {
+            let mut l = lines.clone();
+            l[at] = with;
+            l.join("\n")
+        };
+        let cases = [
+            (damaged(5, "{\"type\":\"episode\""), "line 6"),
+            (damaged(3, r#"{"type":"bucket","session_id":"s9","position":99,"next_seq":1}"#), "line 4"),
+            (damaged(0, r#"{"type":"header","mnem_export":2}"#), "line 1"),
+            (damaged(7, r#"{"type":"wat"}"#), "line 8"),
+            (lines[..lines.len() - 1].join("\n"), "truncated"),
+            (
+                damaged(lines.len() - 1, r#"{"type":"end","namespaces":2,"episodes":1}"#),
+                &format!("line {}", lines.len()),
+            ),
+        ];
+        for (input, want) in &cases {
+            let e = dst.import(input, &mut |_, _| {}).unwrap_err();
+            assert_eq!(e.status, mnem::Status::InvalidArgument, "{want}: {}", e.message);
+            assert!(e.message.contains(want), "want {want:?} in {:?}", e.message);
+            assert_eq!(export(&dst, None), before, "nothing written ({want})");
+        }
+        // A namespace that already holds data is refused before anything is written.
+        dst.put_episodes(&nss[1], vec![EpisodeInput { primary: "mine".into(), ..Default::default() }]).unwrap();
+        let before = export(&dst, None);
+        let e = dst.import(&text, &mut |_, _| {}).unwrap_err();
+        assert!(e.message.contains("already holds data"), "{}", e.message);
+        assert_eq!(export(&dst, None), before);
     }
-    // A namespace that already holds data is refused before anything is written.
-    dst.put_episodes(&nss[1], vec![EpisodeInput { primary: "mine".into(), ..Default::default() }]).unwrap();
-    let before = export(&dst, None);
-    let e = dst.import(&text, &mut |_, _| {}).unwrap_err();
-    assert!(e.message.contains("already holds data"), "{}", e.message);
-    assert_eq!(export(&dst, None), before);
 }
 
 #[test]
 fn namespaces_page_in_key_order_and_stats_count() {
-    let m = open(":memory:");
-    let nss = varied(&m);
-    m.add_session(&Namespace::new("b", "only-a-bucket"), "s", "").unwrap();
-    let mut all = Vec::new();
-    let mut after = None;
-    loop {
-        let p = m.list_namespaces(after.as_ref(), 1).unwrap();
-        assert!(p.namespaces.len() <= 1);
-        all.extend(p.namespaces);
-        match p.next_after {
-            Some(a) => after = Some(a),
-            None => break,
+    for backend in backends() {
+        eprintln!("backend: {backend}");
+        let mut held = Vec::new();
+        let m = open_new(&mut held, backend, "namespaces_page_in_key_o");
+        let nss = varied(&m);
+        m.add_session(&Namespace::new("b", "only-a-bucket"), "s", "").unwrap();
+        let mut all = Vec::new();
+        let mut after = None;
+        loop {
+            let p = m.list_namespaces(after.as_ref(), 1).unwrap();
+            assert!(p.namespaces.len() <= 1);
+            all.extend(p.namespaces);
+            match p.next_after {
+                Some(a) => after = Some(a),
+                None => break,
+            }
         }
+        let names: Vec<Namespace> = all.iter().map(|n| n.namespace.clone()).collect();
+        assert_eq!(names, vec![Namespace::new("b", "only-a-bucket"), nss[0].clone(), nss[1].clone()]);
+        // 40 episodes - 5 deleted + 1 memory + 10 + 9 - 1 (delete_memory) + 5 events.
+        assert_eq!(all[1].episodes, 59);
+        let s = m.namespace_stats(&nss[0]).unwrap();
+        assert_eq!((s.live, s.buckets, s.bucket_events, s.memory_tombstones, s.dimension), (59, 3, 23, 1, Some(3)));
+        // 5 deleted episodes, 2 events dropped by the shorter re-add, 1 removed by delete_memory.
+        assert_eq!(s.deleted, 5 + 2 + 1);
+        assert!(s.bm25_index.keys > 0 && s.adk_index.keys > 0 && s.vector_index.keys > 0);
+        assert!(m.list_namespaces(None, 0).is_err() && m.list_namespaces(None, 1001).is_err());
     }
-    let names: Vec<Namespace> = all.iter().map(|n| n.namespace.clone()).collect();
-    assert_eq!(names, vec![Namespace::new("b", "only-a-bucket"), nss[0].clone(), nss[1].clone()]);
-    // 40 episodes - 5 deleted + 1 memory + 10 + 9 - 1 (delete_memory) + 5 events.
-    assert_eq!(all[1].episodes, 59);
-    let s = m.namespace_stats(&nss[0]).unwrap();
-    assert_eq!((s.live, s.buckets, s.bucket_events, s.memory_tombstones, s.dimension), (59, 3, 23, 1, Some(3)));
-    // 5 deleted episodes, 2 events dropped by the shorter re-add, 1 removed by delete_memory.
-    assert_eq!(s.deleted, 5 + 2 + 1);
-    assert!(s.bm25_index.keys > 0 && s.adk_index.keys > 0 && s.vector_index.keys > 0);
-    assert!(m.list_namespaces(None, 0).is_err() && m.list_namespaces(None, 1001).is_err());
 }
 
 #[test]
 fn export_pages_concatenate_to_the_export() {
-    let m = open(":memory:");
-    let nss = varied(&m);
-    for only in [None, Some(&nss[1])] {
-        let whole = export(&m, only);
-        for max in [1u64, 700, 5000, u64::MAX] {
-            let (mut all, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
-            loop {
-                let next = m.export_page(only, cursor.as_deref(), max, &mut all).unwrap();
-                pages += 1;
-                match next {
-                    Some(c) => cursor = Some(c),
-                    None => break,
+    for backend in backends() {
+        eprintln!("backend: {backend}");
+        let mut held = Vec::new();
+        let m = open_new(&mut held, backend, "export_pages_concatenate");
+        let nss = varied(&m);
+        for only in [None, Some(&nss[1])] {
+            let whole = export(&m, only);
+            for max in [1u64, 700, 5000, u64::MAX] {
+                let (mut all, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+                loop {
+                    let next = m.export_page(only, cursor.as_deref(), max, &mut all).unwrap();
+                    pages += 1;
+                    match next {
+                        Some(c) => cursor = Some(c),
+                        None => break,
+                    }
+                }
+                assert!(String::from_utf8(all).unwrap() == whole, "pages of {max} bytes");
+                if max == 1 {
+                    // A namespace's own lines (namespace, buckets, tombstones) come as one unit.
+                    let lines = whole.lines().count();
+                    assert!(pages <= lines && pages + 10 > lines, "{pages} pages of {lines} lines");
                 }
             }
-            assert!(String::from_utf8(all).unwrap() == whole, "pages of {max} bytes");
-            if max == 1 {
-                // A namespace's own lines (namespace, buckets, tombstones) come as one unit.
-                let lines = whole.lines().count();
-                assert!(pages <= lines && pages + 10 > lines, "{pages} pages of {lines} lines");
-            }
         }
+        let mut sink = Vec::new();
+        for bad in ["", "zz", "01", "0200000000000000000000000000000000000000000000"] {
+            let e = m.export_page(None, Some(bad), 10, &mut sink).unwrap_err();
+            assert!(e.message.contains("cursor"), "{bad:?}: {}", e.message);
+        }
+        // An order line naming an episode its namespace does not hold is refused by line.
+        let text = export(&m, Some(&nss[0]));
+        let at = text.lines().position(|l| l.starts_with(r#"{"type":"order""#)).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let v: serde_json::Value = serde_json::from_str(&lines[at]).unwrap();
+        lines[at] = json!({"type": "order", "position": v["position"], "seq": v["seq"], "id": "01900000-0000-7000-8000-000000000000"}).to_string();
+        let e = open_new(&mut held, backend, "export_pages_concatenate")
+            .import(&lines.join("\n"), &mut |_, _| {})
+            .unwrap_err();
+        assert!(e.message.contains(&format!("line {}", at + 1)), "{}", e.message);
     }
-    let mut sink = Vec::new();
-    for bad in ["", "zz", "01", "0200000000000000000000000000000000000000000000"] {
-        let e = m.export_page(None, Some(bad), 10, &mut sink).unwrap_err();
-        assert!(e.message.contains("cursor"), "{bad:?}: {}", e.message);
-    }
-    // An order line naming an episode its namespace does not hold is refused by line.
-    let text = export(&m, Some(&nss[0]));
-    let at = text.lines().position(|l| l.starts_with(r#"{"type":"order""#)).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let v: serde_json::Value = serde_json::from_str(&lines[at]).unwrap();
-    lines[at] = json!({"type": "order", "position": v["position"], "seq": v["seq"], "id": "01900000-0000-7000-8000-000000000000"}).to_string();
-    let e = open(":memory:").import(&lines.join("\n"), &mut |_, _| {}).unwrap_err();
-    assert!(e.message.contains(&format!("line {}", at + 1)), "{}", e.message);
 }
 
 /// A writer holds its latest postings in memory and in its journal (written to the index in

@@ -8,7 +8,7 @@ use mnem::{EpisodeInput, HybridQuery, KeywordQuery, Mnem, Namespace, OpenOptions
 use std::collections::HashMap;
 use uuid::Uuid;
 mod common;
-use common::Rng;
+use common::{places, Rng};
 
 fn mem() -> Mnem {
     Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap()
@@ -34,60 +34,63 @@ fn semantic_only(text: &str, v: &[f32], limit: usize) -> HybridQuery {
 
 #[test]
 fn semantic_recall_at_10_against_exact_cosine() {
-    let m = mem();
-    let ns = Namespace::new("app", "u");
-    let dim = 32;
-    let mut r = Rng(0x5eed);
-    let mut live: HashMap<Uuid, Vec<f32>> = HashMap::new();
-    let mut ids = Vec::new();
-    let batch = |m: &Mnem, r: &mut Rng, live: &mut HashMap<Uuid, Vec<f32>>, ids: &mut Vec<Uuid>, n: usize| {
-        let vs: Vec<Vec<f32>> = (0..n).map(|_| random_vector(r, dim)).collect();
-        let new = m
-            .put_episodes(
-                &ns,
-                vs.iter()
-                    .map(|v| EpisodeInput { primary: "x".into(), embedding: Some(v.clone()), ..Default::default() })
-                    .collect(),
-            )
-            .unwrap();
-        for (id, v) in new.iter().zip(vs) {
-            live.insert(*id, v);
-            ids.push(*id);
+    for place in places("semantic_recall_at_10_against_exact_cosine") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let ns = Namespace::new("app", "u");
+        let dim = 32;
+        let mut r = Rng(0x5eed);
+        let mut live: HashMap<Uuid, Vec<f32>> = HashMap::new();
+        let mut ids = Vec::new();
+        let batch = |m: &Mnem, r: &mut Rng, live: &mut HashMap<Uuid, Vec<f32>>, ids: &mut Vec<Uuid>, n: usize| {
+            let vs: Vec<Vec<f32>> = (0..n).map(|_| random_vector(r, dim)).collect();
+            let new = m
+                .put_episodes(
+                    &ns,
+                    vs.iter()
+                        .map(|v| EpisodeInput { primary: "x".into(), embedding: Some(v.clone()), ..Default::default() })
+                        .collect(),
+                )
+                .unwrap();
+            for (id, v) in new.iter().zip(vs) {
+                live.insert(*id, v);
+                ids.push(*id);
+            }
+        };
+        batch(&m, &mut r, &mut live, &mut ids, 5000);
+        // Build the index now, so the deletes and later inserts go through its incremental path.
+        m.hybrid_search(&ns, &semantic_only("x", &random_vector(&mut r, dim), 10)).unwrap();
+        let doomed: Vec<Uuid> = ids.iter().step_by(5).copied().collect();
+        m.delete_episodes(&ns, &doomed).unwrap();
+        for id in &doomed {
+            live.remove(id);
         }
-    };
-    batch(&m, &mut r, &mut live, &mut ids, 5000);
-    // Build the index now, so the deletes and later inserts go through its incremental path.
-    m.hybrid_search(&ns, &semantic_only("x", &random_vector(&mut r, dim), 10)).unwrap();
-    let doomed: Vec<Uuid> = ids.iter().step_by(5).copied().collect();
-    m.delete_episodes(&ns, &doomed).unwrap();
-    for id in &doomed {
-        live.remove(id);
-    }
-    batch(&m, &mut r, &mut live, &mut ids, 5000);
-    let doomed: Vec<Uuid> = ids.iter().skip(5001).step_by(7).copied().collect();
-    m.delete_episodes(&ns, &doomed).unwrap();
-    for id in &doomed {
-        live.remove(id);
-    }
-    assert!(live.len() >= 7500);
-    let queries = 100;
-    let mut hit = 0;
-    for _ in 0..queries {
-        let q = random_vector(&mut r, dim);
-        let mut exact: Vec<(f64, Uuid)> = live.iter().map(|(id, v)| (cosine(&q, v), *id)).collect();
-        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let truth: Vec<Uuid> = exact[..10].iter().map(|x| x.1).collect();
-        let got = m.hybrid_search(&ns, &semantic_only("x", &q, 10)).unwrap();
-        assert_eq!(got.len(), 10);
-        for g in &got {
-            assert!(live.contains_key(&g.record.id), "a deleted episode came back");
-            assert_eq!(g.keyword_score, 0.0, "semantic weight 1: the lexical channel takes no part");
+        batch(&m, &mut r, &mut live, &mut ids, 5000);
+        let doomed: Vec<Uuid> = ids.iter().skip(5001).step_by(7).copied().collect();
+        m.delete_episodes(&ns, &doomed).unwrap();
+        for id in &doomed {
+            live.remove(id);
         }
-        hit += got.iter().filter(|g| truth.contains(&g.record.id)).count();
+        assert!(live.len() >= 7500);
+        let queries = 100;
+        let mut hit = 0;
+        for _ in 0..queries {
+            let q = random_vector(&mut r, dim);
+            let mut exact: Vec<(f64, Uuid)> = live.iter().map(|(id, v)| (cosine(&q, v), *id)).collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let truth: Vec<Uuid> = exact[..10].iter().map(|x| x.1).collect();
+            let got = m.hybrid_search(&ns, &semantic_only("x", &q, 10)).unwrap();
+            assert_eq!(got.len(), 10);
+            for g in &got {
+                assert!(live.contains_key(&g.record.id), "a deleted episode came back");
+                assert_eq!(g.keyword_score, 0.0, "semantic weight 1: the lexical channel takes no part");
+            }
+            hit += got.iter().filter(|g| truth.contains(&g.record.id)).count();
+        }
+        let recall = hit as f64 / (queries * 10) as f64;
+        eprintln!("semantic recall@10 over {} live vectors: {recall}", live.len());
+        assert!(recall >= 0.95, "recall@10 = {recall}");
     }
-    let recall = hit as f64 / (queries * 10) as f64;
-    eprintln!("semantic recall@10 over {} live vectors: {recall}", live.len());
-    assert!(recall >= 0.95, "recall@10 = {recall}");
 }
 
 /// A small namespace: text for BM25, vectors for the semantic channel.
@@ -251,21 +254,21 @@ fn candidate_multiplication_saturates() {
 
 #[test]
 fn vectors_persist_across_reopen_and_deletes_stay_deleted() {
-    let dir = std::env::temp_dir().join(format!("mnem-hybrid-{}", Uuid::now_v7())).to_string_lossy().into_owned();
-    let ns = Namespace::new("a", "u");
-    let q = random_vector(&mut Rng(7), 8);
-    let (best, docs) = {
-        let m = Mnem::open(&dir, OpenOptions { create: true, ..Default::default() }).unwrap();
-        let docs = small(&m, &ns);
-        let got = m.hybrid_search(&ns, &semantic_only("anything", &q, 3)).unwrap();
-        m.delete_episodes(&ns, &[got[0].record.id]).unwrap();
-        (got.iter().map(|r| r.record.id).collect::<Vec<_>>(), docs)
-    };
-    let m = Mnem::open(&dir, OpenOptions::default()).unwrap();
-    let got: Vec<Uuid> =
-        m.hybrid_search(&ns, &semantic_only("anything", &q, 2)).unwrap().iter().map(|r| r.record.id).collect();
-    assert_eq!(got, best[1..3].to_vec());
-    assert_eq!(docs.len(), 10);
-    drop(m);
-    std::fs::remove_dir_all(&dir).unwrap();
+    for place in places("vectors_persist") {
+        eprintln!("backend: {}", place.backend);
+        let ns = Namespace::new("a", "u");
+        let q = random_vector(&mut Rng(7), 8);
+        let (best, docs) = {
+            let m = place.open();
+            let docs = small(&m, &ns);
+            let got = m.hybrid_search(&ns, &semantic_only("anything", &q, 3)).unwrap();
+            m.delete_episodes(&ns, &[got[0].record.id]).unwrap();
+            (got.iter().map(|r| r.record.id).collect::<Vec<_>>(), docs)
+        };
+        let m = Mnem::open(&place.uri, OpenOptions::default()).unwrap();
+        let got: Vec<Uuid> =
+            m.hybrid_search(&ns, &semantic_only("anything", &q, 2)).unwrap().iter().map(|r| r.record.id).collect();
+        assert_eq!(got, best[1..3].to_vec());
+        assert_eq!(docs.len(), 10);
+    }
 }

@@ -6,7 +6,7 @@
 use mnem::{EpisodeInput, Expiry, KeywordQuery, Mnem, Namespace, OpenOptions};
 use uuid::Uuid;
 mod common;
-use common::Rng;
+use common::{places, Rng};
 
 const WORDS: &[&str] = &[
     "tea",
@@ -134,34 +134,37 @@ fn compare(m: &Mnem, ns: &Namespace, qs: &[KeywordQuery], what: &str) -> usize {
 fn index_equals_the_scan_over_random_histories() {
     for seed in [1u64, 2, 3, 4, 5] {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed);
-        let m = Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap();
-        let nss = [Namespace::new("app", "u1"), Namespace::new("app", "u2")];
-        for ns in &nss {
-            write_history(&m, ns, &mut rng, 40);
+        for place in places("index_equals_the_scan_over_random_histories") {
+            eprintln!("backend: {}", place.backend);
+            let m = place.open();
+            let nss = [Namespace::new("app", "u1"), Namespace::new("app", "u2")];
+            for ns in &nss {
+                write_history(&m, ns, &mut rng, 40);
+            }
+            let qs = queries(&mut rng);
+            let hits: usize = nss.iter().map(|ns| compare(&m, ns, &qs, &format!("seed {seed}"))).sum();
+            assert!(hits > 100, "seed {seed}: the corpora must produce hits ({hits})");
         }
-        let qs = queries(&mut rng);
-        let hits: usize = nss.iter().map(|ns| compare(&m, ns, &qs, &format!("seed {seed}"))).sum();
-        assert!(hits > 100, "seed {seed}: the corpora must produce hits ({hits})");
     }
 }
 
 #[test]
 fn index_survives_reopen_and_keeps_agreeing() {
-    let dir = std::env::temp_dir().join(format!("mnem-kwix-{}", Uuid::now_v7()));
-    let path = dir.to_str().unwrap().to_string();
-    let ns = Namespace::new("a", "b");
-    let mut rng = Rng(77);
-    let qs = queries(&mut rng);
-    {
-        let m = Mnem::open(&path, OpenOptions { create: true, ..Default::default() }).unwrap();
-        write_history(&m, &ns, &mut rng, 30);
-        compare(&m, &ns, &qs, "live");
+    for place in places("index_survives_reopen") {
+        eprintln!("backend: {}", place.backend);
+        let ns = Namespace::new("a", "b");
+        let mut rng = Rng(77);
+        let qs = queries(&mut rng);
+        {
+            let m = place.open();
+            write_history(&m, &ns, &mut rng, 30);
+            compare(&m, &ns, &qs, "live");
+        }
+        {
+            let m = Mnem::open(&place.uri, OpenOptions::default()).unwrap();
+            assert!(compare(&m, &ns, &qs, "reopened") > 0);
+            write_history(&m, &ns, &mut rng, 10);
+            compare(&m, &ns, &qs, "reopened and written");
+        }
     }
-    {
-        let m = Mnem::open(&path, OpenOptions::default()).unwrap();
-        assert!(compare(&m, &ns, &qs, "reopened") > 0);
-        write_history(&m, &ns, &mut rng, 10);
-        compare(&m, &ns, &qs, "reopened and written");
-    }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -8,7 +8,7 @@ use mnem::{EpisodeInput, Expiry, KeywordQuery, LexicalQuery, Mnem, Namespace, Op
 use std::collections::{BTreeMap, HashMap};
 use uuid::Uuid;
 mod common;
-use common::Rng;
+use common::{places, Rng};
 
 fn mem() -> Mnem {
     Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap()
@@ -229,83 +229,92 @@ const QUERIES: &[&str] = &[
 
 #[test]
 fn keyword_search_equals_the_oracle() {
-    let m = mem();
-    let ns = Namespace::new("app", "u");
-    let docs = corpus(&m, &ns, 42, 400);
-    for q in QUERIES {
-        for (ty, tag) in [(None, None), (Some("note"), None), (None, Some("red")), (Some("fact"), Some("blue"))] {
-            let mut kq = KeywordQuery::new(*q);
-            kq.limit = 1000;
-            kq.episode_type = ty.map(String::from);
-            kq.tag = tag.map(String::from);
-            let got = scored(m.keyword_search(&ns, &kq).unwrap());
-            let want = oracle(&filtered(&docs, ty, tag), q);
-            assert_same(&got, &want, &format!("{q:?} {ty:?} {tag:?}"));
+    for place in places("keyword_search_equals_the_oracle") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let ns = Namespace::new("app", "u");
+        let docs = corpus(&m, &ns, 42, 400);
+        for q in QUERIES {
+            for (ty, tag) in [(None, None), (Some("note"), None), (None, Some("red")), (Some("fact"), Some("blue"))] {
+                let mut kq = KeywordQuery::new(*q);
+                kq.limit = 1000;
+                kq.episode_type = ty.map(String::from);
+                kq.tag = tag.map(String::from);
+                let got = scored(m.keyword_search(&ns, &kq).unwrap());
+                let want = oracle(&filtered(&docs, ty, tag), q);
+                assert_same(&got, &want, &format!("{q:?} {ty:?} {tag:?}"));
+            }
         }
     }
 }
 
 #[test]
 fn an_exhaustive_page_equals_keyword_search() {
-    let m = mem();
-    let ns = Namespace::new("app", "u");
-    let docs = corpus(&m, &ns, 7, 300);
-    for q in QUERIES {
-        let mut lq = LexicalQuery::new(*q);
-        lq.limit = 100;
-        let page = m.search_memory_lexical(&ns, &lq).unwrap();
-        assert!(page.exhaustive && page.next_after.is_none());
-        assert_eq!(page.scanned_records, docs.len() as u64);
-        let want = oracle(&filtered(&docs, None, None), q);
-        assert_eq!(page.matched_records, want.len() as u64);
-        assert_eq!(page.corpus_records, filtered(&docs, None, None).len() as u64);
-        let n = want.len().min(100);
-        assert_same(&scored(page.hits), &want[..n], q);
+    for place in places("an_exhaustive_page_equals_keyword_search") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let ns = Namespace::new("app", "u");
+        let docs = corpus(&m, &ns, 7, 300);
+        for q in QUERIES {
+            let mut lq = LexicalQuery::new(*q);
+            lq.limit = 100;
+            let page = m.search_memory_lexical(&ns, &lq).unwrap();
+            assert!(page.exhaustive && page.next_after.is_none());
+            assert_eq!(page.scanned_records, docs.len() as u64);
+            let want = oracle(&filtered(&docs, None, None), q);
+            assert_eq!(page.matched_records, want.len() as u64);
+            assert_eq!(page.corpus_records, filtered(&docs, None, None).len() as u64);
+            let n = want.len().min(100);
+            assert_same(&scored(page.hits), &want[..n], q);
+        }
     }
 }
 
 #[test]
 fn paging_visits_every_record_once_with_window_statistics() {
-    let m = mem();
-    let ns = Namespace::new("app", "u");
-    let docs = corpus(&m, &ns, 9, 250);
-    let all: Vec<Uuid> = docs.keys().copied().collect();
-    for scan_limit in [1usize, 7, 64, 249, 250, 251] {
-        let mut after = None;
-        let mut seen = 0usize;
-        let mut pages = 0;
-        loop {
-            let mut q = LexicalQuery::new("tea coffee the");
-            q.limit = 100;
-            q.after = after;
-            q.scan_limit = scan_limit;
-            let page = m.search_memory_lexical(&ns, &q).unwrap();
-            let window: Vec<Uuid> = all[seen..seen + page.scanned_records as usize].to_vec();
-            let wdocs: BTreeMap<Uuid, Doc> = window.iter().map(|id| (*id, docs[id].clone())).collect();
-            let corpus = filtered(&wdocs, None, None);
-            assert_eq!(page.corpus_records, corpus.len() as u64);
-            if !corpus.is_empty() {
-                let want = oracle(&corpus, "tea coffee the");
-                assert_eq!(page.matched_records, want.len() as u64);
-                assert_same(&scored(page.hits.clone()), &want[..want.len().min(100)], "window");
-            }
-            seen += page.scanned_records as usize;
-            pages += 1;
-            assert_eq!(
-                page.exhaustive,
-                after.is_none() && page.next_after.is_none(),
-                "exhaustive only for a first page that visited everything"
-            );
-            match page.next_after {
-                Some(n) => {
-                    assert_eq!(n, all[seen - 1], "next_after is the last visited record");
-                    after = Some(n);
+    for place in places("paging_visits_every_record_once_with_window_statistics") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let ns = Namespace::new("app", "u");
+        let docs = corpus(&m, &ns, 9, 250);
+        let all: Vec<Uuid> = docs.keys().copied().collect();
+        for scan_limit in [1usize, 7, 64, 249, 250, 251] {
+            let mut after = None;
+            let mut seen = 0usize;
+            let mut pages = 0;
+            loop {
+                let mut q = LexicalQuery::new("tea coffee the");
+                q.limit = 100;
+                q.after = after;
+                q.scan_limit = scan_limit;
+                let page = m.search_memory_lexical(&ns, &q).unwrap();
+                let window: Vec<Uuid> = all[seen..seen + page.scanned_records as usize].to_vec();
+                let wdocs: BTreeMap<Uuid, Doc> = window.iter().map(|id| (*id, docs[id].clone())).collect();
+                let corpus = filtered(&wdocs, None, None);
+                assert_eq!(page.corpus_records, corpus.len() as u64);
+                if !corpus.is_empty() {
+                    let want = oracle(&corpus, "tea coffee the");
+                    assert_eq!(page.matched_records, want.len() as u64);
+                    assert_same(&scored(page.hits.clone()), &want[..want.len().min(100)], "window");
                 }
-                None => break,
+                seen += page.scanned_records as usize;
+                pages += 1;
+                assert_eq!(
+                    page.exhaustive,
+                    after.is_none() && page.next_after.is_none(),
+                    "exhaustive only for a first page that visited everything"
+                );
+                match page.next_after {
+                    Some(n) => {
+                        assert_eq!(n, all[seen - 1], "next_after is the last visited record");
+                        after = Some(n);
+                    }
+                    None => break,
+                }
             }
+            assert_eq!(seen, all.len(), "scan_limit {scan_limit}: every record exactly once");
+            assert_eq!(pages, all.len().div_ceil(scan_limit).max(1));
         }
-        assert_eq!(seen, all.len(), "scan_limit {scan_limit}: every record exactly once");
-        assert_eq!(pages, all.len().div_ceil(scan_limit).max(1));
     }
 }
 
@@ -356,86 +365,92 @@ fn budget_window(sizes: &[u64], start: usize, records: usize, bytes: u64) -> Opt
 
 #[test]
 fn byte_budget_pages_stop_where_the_budget_says() {
-    let m = mem();
-    let ns = Namespace::new("app", "u");
-    let docs = corpus(&m, &ns, 3, 60);
-    let all: Vec<Uuid> = docs.keys().copied().collect();
-    let sizes = stored_sizes(&m, &ns, &all);
-    assert!(sizes.iter().min() < sizes.iter().max(), "records of different sizes");
-    let total: u64 = sizes.iter().sum();
-    let largest = *sizes.iter().max().unwrap();
-    let prefix = |k: usize| sizes[..k].iter().sum::<u64>();
-    let text = "tea coffee the";
-    let mut budgets: Vec<(usize, u64)> = vec![
-        (10_000, largest),
-        (10_000, largest + 1),
-        (10_000, prefix(7)),
-        (10_000, prefix(7) - 1),
-        (10_000, prefix(7) + 1),
-        (10_000, total / 3),
-        (10_000, total - 1),
-        (10_000, total),
-        (4, total / 3),
-        (50, prefix(20)),
-    ];
-    // Budgets that fit the first record but not some later one: paging stops with an error there.
-    budgets.push((10_000, sizes[0].max(sizes[1])));
-    for (records, bytes) in budgets {
-        let what = format!("scan_limit {records}, scan_bytes_limit {bytes}");
-        let mut start = 0;
-        let mut after = None;
-        let mut visited = Vec::new();
-        loop {
-            let mut q = LexicalQuery::new(text);
-            q.limit = 100;
-            q.after = after;
-            q.scan_limit = records;
-            q.scan_bytes_limit = bytes as usize;
-            let got = m.search_memory_lexical(&ns, &q);
-            let Some(n) = budget_window(&sizes, start, records, bytes) else {
-                let e = got.unwrap_err();
-                assert_eq!(e.status, Status::InvalidArgument, "{what}");
-                assert!(e.message.contains("scan_bytes_limit"), "{what}: {}", e.message);
-                break;
-            };
-            let page = got.unwrap();
-            let window = &all[start..start + n];
-            assert_eq!(page.scanned_records, n as u64, "{what}: page at {start}");
-            assert_eq!(page.scanned_bytes, sizes[start..start + n].iter().sum::<u64>(), "{what}");
-            let more = start + n < all.len();
-            assert_eq!(page.next_after, more.then(|| *window.last().unwrap()), "{what}");
-            assert_eq!(page.exhaustive, start == 0 && !more, "{what}");
-            let wdocs: BTreeMap<Uuid, Doc> = window.iter().map(|id| (*id, docs[id].clone())).collect();
-            let corpus = filtered(&wdocs, None, None);
-            assert_eq!(page.corpus_records, corpus.len() as u64, "{what}");
-            let want = if corpus.is_empty() { Vec::new() } else { oracle(&corpus, text) };
-            assert_eq!(page.matched_records, want.len() as u64, "{what}");
-            assert_same(&scored(page.hits), &want[..want.len().min(100)], &what);
-            visited.extend_from_slice(window);
-            start += n;
-            match page.next_after {
-                Some(n) => after = Some(n),
-                None => break,
+    for place in places("byte_budget_pages_stop_where_the_budget_says") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let ns = Namespace::new("app", "u");
+        let docs = corpus(&m, &ns, 3, 60);
+        let all: Vec<Uuid> = docs.keys().copied().collect();
+        let sizes = stored_sizes(&m, &ns, &all);
+        assert!(sizes.iter().min() < sizes.iter().max(), "records of different sizes");
+        let total: u64 = sizes.iter().sum();
+        let largest = *sizes.iter().max().unwrap();
+        let prefix = |k: usize| sizes[..k].iter().sum::<u64>();
+        let text = "tea coffee the";
+        let mut budgets: Vec<(usize, u64)> = vec![
+            (10_000, largest),
+            (10_000, largest + 1),
+            (10_000, prefix(7)),
+            (10_000, prefix(7) - 1),
+            (10_000, prefix(7) + 1),
+            (10_000, total / 3),
+            (10_000, total - 1),
+            (10_000, total),
+            (4, total / 3),
+            (50, prefix(20)),
+        ];
+        // Budgets that fit the first record but not some later one: paging stops with an error there.
+        budgets.push((10_000, sizes[0].max(sizes[1])));
+        for (records, bytes) in budgets {
+            let what = format!("scan_limit {records}, scan_bytes_limit {bytes}");
+            let mut start = 0;
+            let mut after = None;
+            let mut visited = Vec::new();
+            loop {
+                let mut q = LexicalQuery::new(text);
+                q.limit = 100;
+                q.after = after;
+                q.scan_limit = records;
+                q.scan_bytes_limit = bytes as usize;
+                let got = m.search_memory_lexical(&ns, &q);
+                let Some(n) = budget_window(&sizes, start, records, bytes) else {
+                    let e = got.unwrap_err();
+                    assert_eq!(e.status, Status::InvalidArgument, "{what}");
+                    assert!(e.message.contains("scan_bytes_limit"), "{what}: {}", e.message);
+                    break;
+                };
+                let page = got.unwrap();
+                let window = &all[start..start + n];
+                assert_eq!(page.scanned_records, n as u64, "{what}: page at {start}");
+                assert_eq!(page.scanned_bytes, sizes[start..start + n].iter().sum::<u64>(), "{what}");
+                let more = start + n < all.len();
+                assert_eq!(page.next_after, more.then(|| *window.last().unwrap()), "{what}");
+                assert_eq!(page.exhaustive, start == 0 && !more, "{what}");
+                let wdocs: BTreeMap<Uuid, Doc> = window.iter().map(|id| (*id, docs[id].clone())).collect();
+                let corpus = filtered(&wdocs, None, None);
+                assert_eq!(page.corpus_records, corpus.len() as u64, "{what}");
+                let want = if corpus.is_empty() { Vec::new() } else { oracle(&corpus, text) };
+                assert_eq!(page.matched_records, want.len() as u64, "{what}");
+                assert_same(&scored(page.hits), &want[..want.len().min(100)], &what);
+                visited.extend_from_slice(window);
+                start += n;
+                match page.next_after {
+                    Some(n) => after = Some(n),
+                    None => break,
+                }
             }
-        }
-        if budget_window(&sizes, 0, records, bytes).is_some() && bytes >= largest {
-            assert_eq!(visited, all, "{what}: every record once, in order");
+            if budget_window(&sizes, 0, records, bytes).is_some() && bytes >= largest {
+                assert_eq!(visited, all, "{what}: every record once, in order");
+            }
         }
     }
 }
 
 #[test]
 fn other_namespaces_change_no_statistic() {
-    let m = mem();
-    let a = Namespace::new("app", "u");
-    let docs = corpus(&m, &a, 5, 120);
-    let before = m.search_memory_lexical(&a, &LexicalQuery::new("tea")).unwrap();
-    for (app, user) in [("app", "u2"), ("app/u", ""), ("", "app/u"), ("ap", "pu")] {
-        corpus(&m, &Namespace::new(app, user), 6, 80);
+    for place in places("other_namespaces_change_no_statistic") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let a = Namespace::new("app", "u");
+        let docs = corpus(&m, &a, 5, 120);
+        let before = m.search_memory_lexical(&a, &LexicalQuery::new("tea")).unwrap();
+        for (app, user) in [("app", "u2"), ("app/u", ""), ("", "app/u"), ("ap", "pu")] {
+            corpus(&m, &Namespace::new(app, user), 6, 80);
+        }
+        let after = m.search_memory_lexical(&a, &LexicalQuery::new("tea")).unwrap();
+        assert_eq!(before, after);
+        assert_eq!(after.scanned_records, docs.len() as u64);
     }
-    let after = m.search_memory_lexical(&a, &LexicalQuery::new("tea")).unwrap();
-    assert_eq!(before, after);
-    assert_eq!(after.scanned_records, docs.len() as u64);
 }
 
 fn put(m: &Mnem, ns: &Namespace, texts: &[(&str, &str, &str)]) -> Vec<Uuid> {

@@ -6,7 +6,7 @@ use mnem::{EpisodeInput, Expiry, HybridQuery, Mnem, Namespace, OpenOptions};
 use std::collections::HashSet;
 use uuid::Uuid;
 mod common;
-use common::Rng;
+use common::{places, Rng};
 
 fn unit(v: Vec<f64>) -> Vec<f32> {
     let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
@@ -83,65 +83,68 @@ fn open(path: &str, create: bool, cache_bytes: usize) -> Mnem {
 
 #[test]
 fn nearest_matches_brute_force_on_clustered_data() {
-    let m = Mnem::open(":memory:", OpenOptions { create: true, ..Default::default() }).unwrap();
-    let ns = Namespace::new("app", "u");
-    let (data, qs) = clustered(0xC1u64, 3000, 50, 48, 30);
-    put(&m, &ns, 0, &data, |_| "t");
-    let mut hits = 0;
-    for q in &qs {
-        let truth = exact(&data, |_| true, q, 10);
-        let got = semantic(&m, &ns, q, 10, None);
-        assert_eq!(got.len(), 10);
-        hits += got.iter().filter(|(id, _)| truth.contains(id)).count();
+    for place in places("vector_brute_force") {
+        eprintln!("backend: {}", place.backend);
+        let m = place.open();
+        let ns = Namespace::new("app", "u");
+        let (data, qs) = clustered(0xC1u64, 3000, 50, 48, 30);
+        put(&m, &ns, 0, &data, |_| "t");
+        let mut hits = 0;
+        for q in &qs {
+            let truth = exact(&data, |_| true, q, 10);
+            let got = semantic(&m, &ns, q, 10, None);
+            assert_eq!(got.len(), 10);
+            hits += got.iter().filter(|(id, _)| truth.contains(id)).count();
+        }
+        let recall = hits as f64 / (10 * qs.len()) as f64;
+        assert!(recall >= 0.95, "recall@10 {recall}");
     }
-    let recall = hits as f64 / (10 * qs.len()) as f64;
-    assert!(recall >= 0.95, "recall@10 {recall}");
 }
 
 #[test]
 fn reopen_answers_as_before_closing_with_updates_deletes_and_expiry() {
-    let path = temp_store("vector-reopen");
-    let ns = Namespace::new("app", "u");
-    let (mut data, qs) = clustered(0xA5, 1200, 20, 24, 12);
-    let before: Vec<Vec<(Uuid, f64)>> = {
-        let m = open(&path, true, 64 << 20);
-        put(&m, &ns, 0, &data, |_| "t");
-        // New vectors for some episodes, a deleted few, and one that has expired.
-        let (moved, _) = clustered(0x77, 100, 0, 24, 3);
-        for (k, v) in moved.into_iter().enumerate() {
-            data[k * 7] = v;
-        }
-        let changed: Vec<Vec<f32>> = (0..100).map(|k| data[k * 7].clone()).collect();
-        for (k, v) in changed.iter().enumerate() {
-            let e = EpisodeInput { id: Some(id(k * 7)), embedding: Some(v.clone()), ..Default::default() };
-            m.put_episodes(&ns, vec![e]).unwrap();
-        }
-        let gone: Vec<Uuid> = (0..1200).filter(|i| i % 11 == 5).map(id).collect();
-        assert_eq!(m.delete_episodes(&ns, &gone).unwrap(), gone.len() as u64);
-        let short = EpisodeInput {
-            id: Some(id(3)),
-            embedding: Some(data[3].clone()),
-            expiry: Expiry::At(1),
-            ..Default::default()
+    for place in places("vector_reopen") {
+        eprintln!("backend: {}", place.backend);
+        let ns = Namespace::new("app", "u");
+        let (mut data, qs) = clustered(0xA5, 1200, 20, 24, 12);
+        let before: Vec<Vec<(Uuid, f64)>> = {
+            let m = open(&place.uri, true, 64 << 20);
+            put(&m, &ns, 0, &data, |_| "t");
+            // New vectors for some episodes, a deleted few, and one that has expired.
+            let (moved, _) = clustered(0x77, 100, 0, 24, 3);
+            for (k, v) in moved.into_iter().enumerate() {
+                data[k * 7] = v;
+            }
+            let changed: Vec<Vec<f32>> = (0..100).map(|k| data[k * 7].clone()).collect();
+            for (k, v) in changed.iter().enumerate() {
+                let e = EpisodeInput { id: Some(id(k * 7)), embedding: Some(v.clone()), ..Default::default() };
+                m.put_episodes(&ns, vec![e]).unwrap();
+            }
+            let gone: Vec<Uuid> = (0..1200).filter(|i| i % 11 == 5).map(id).collect();
+            assert_eq!(m.delete_episodes(&ns, &gone).unwrap(), gone.len() as u64);
+            let short = EpisodeInput {
+                id: Some(id(3)),
+                embedding: Some(data[3].clone()),
+                expiry: Expiry::At(1),
+                ..Default::default()
+            };
+            m.put_episodes(&ns, vec![short]).unwrap();
+            let out: Vec<_> = qs.iter().map(|q| semantic(&m, &ns, q, 15, None)).collect();
+            for (q, got) in qs.iter().zip(&out) {
+                let ids: HashSet<Uuid> = got.iter().map(|r| r.0).collect();
+                assert!(ids.iter().all(|x| (x.as_u128() - 1) % 11 != 5 && *x != id(3)), "deleted or expired result");
+                let truth = exact(&data, |i| i % 11 != 5 && i != 3, q, 15);
+                assert!(truth.intersection(&ids).count() >= 13, "the updated vectors are searched");
+            }
+            out
         };
-        m.put_episodes(&ns, vec![short]).unwrap();
-        let out: Vec<_> = qs.iter().map(|q| semantic(&m, &ns, q, 15, None)).collect();
-        for (q, got) in qs.iter().zip(&out) {
-            let ids: HashSet<Uuid> = got.iter().map(|r| r.0).collect();
-            assert!(ids.iter().all(|x| (x.as_u128() - 1) % 11 != 5 && *x != id(3)), "deleted or expired result");
-            let truth = exact(&data, |i| i % 11 != 5 && i != 3, q, 15);
-            assert!(truth.intersection(&ids).count() >= 13, "the updated vectors are searched");
-        }
-        out
-    };
-    let m = open(&path, false, 64 << 20);
-    let after: Vec<_> = qs.iter().map(|q| semantic(&m, &ns, q, 15, None)).collect();
-    assert_eq!(after, before);
-    // Writes go on after the reload, from the graph's persisted state.
-    put(&m, &ns, 5000, &qs[..1], |_| "t");
-    assert_eq!(semantic(&m, &ns, &qs[0], 1, None)[0].0, id(5000));
-    drop(m);
-    std::fs::remove_dir_all(&path).unwrap();
+        let m = open(&place.uri, false, 64 << 20);
+        let after: Vec<_> = qs.iter().map(|q| semantic(&m, &ns, q, 15, None)).collect();
+        assert_eq!(after, before);
+        // Writes go on after the reload, from the graph's persisted state.
+        put(&m, &ns, 5000, &qs[..1], |_| "t");
+        assert_eq!(semantic(&m, &ns, &qs[0], 1, None)[0].0, id(5000));
+    }
 }
 
 #[test]

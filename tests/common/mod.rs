@@ -52,3 +52,102 @@ pub fn token(n: usize) -> String {
     }
     s
 }
+
+/// Where one test's store lives on one backend: a new directory for RocksDB, and, when
+/// `MNEM_TEST_PG_URI` names a PostgreSQL server (scripts/test starts one), a new schema on it.
+/// Removed when dropped, so a rerun starts empty.
+pub struct Place {
+    pub backend: &'static str,
+    pub uri: String,
+    server: Option<(String, String)>,
+}
+
+impl Place {
+    pub fn open(&self) -> mnem::Mnem {
+        mnem::Mnem::open(&self.uri, mnem::OpenOptions { create: true, ..Default::default() })
+            .unwrap_or_else(|e| panic!("{}: open {}: {e}", self.backend, self.backend))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        match &self.server {
+            None => {
+                let _ = std::fs::remove_dir_all(&self.uri);
+            }
+            Some((server, schema)) => {
+                if let Ok(mut c) = postgres::Client::connect(server, postgres::NoTls) {
+                    let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+                }
+            }
+        }
+    }
+}
+
+/// The backends this run tests: RocksDB always, PostgreSQL when `MNEM_TEST_PG_URI` is set.
+pub fn backends() -> Vec<&'static str> {
+    if std::env::var("MNEM_TEST_PG_URI").is_ok_and(|u| !u.is_empty()) {
+        vec!["rocksdb", "postgresql"]
+    } else {
+        eprintln!("PostgreSQL skipped (MNEM_TEST_PG_URI is not set)");
+        vec!["rocksdb"]
+    }
+}
+
+/// A new place on `backend`. `stem` names the test (letters, digits and `_`), so leftovers
+/// say whose they are.
+pub fn place(backend: &'static str, stem: &str) -> Place {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("t{}_{n}_{}", std::process::id(), stem.to_ascii_lowercase());
+    if backend == "postgresql" {
+        let server = std::env::var("MNEM_TEST_PG_URI").expect("MNEM_TEST_PG_URI");
+        let schema: String = name.chars().take(63).collect();
+        let sep = if server.contains('?') { '&' } else { '?' };
+        return Place { backend, uri: format!("{server}{sep}schema={schema}"), server: Some((server, schema)) };
+    }
+    let dir = std::env::temp_dir().join(format!("mnem-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    Place { backend, uri: dir.to_string_lossy().into_owned(), server: None }
+}
+
+/// One new place per backend this run tests.
+pub fn places(stem: &str) -> Vec<Place> {
+    backends().into_iter().map(|b| place(b, stem)).collect()
+}
+
+/// A new store on `backend`, its place kept in `held` (declared before the store, so the
+/// store closes first).
+pub fn open_new(held: &mut Vec<Place>, backend: &'static str, stem: &str) -> mnem::Mnem {
+    held.push(place(backend, stem));
+    held.last().unwrap().open()
+}
+
+/// A tmpfs of some MiB mounted at a new directory, unmounted on drop (for full-disk tests;
+/// mounting needs root).
+pub struct Tmpfs(pub std::path::PathBuf);
+
+impl Tmpfs {
+    /// None when it cannot be mounted (not root).
+    pub fn mount(name: &str, mib: usize) -> Option<Tmpfs> {
+        let dir = std::env::temp_dir().join(format!("mnem-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m,mode=755"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+        Some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
