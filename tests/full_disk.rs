@@ -8,10 +8,10 @@
 
 mod common;
 
-use common::token;
+use common::{token, Tmpfs};
 use mnem::{Error, KeywordQuery, Mnem, Namespace, OpenOptions, Status};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -42,33 +42,6 @@ fn write(m: &Mnem, call: usize) -> mnem::Result<u64> {
     m.add_events(&ns(), &format!("s{}", call % 3), &lines.join("\n"), "")
 }
 
-/// A tmpfs of `mib` MiB mounted at a new directory, unmounted on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(mib: usize) -> Option<Tmpfs> {
-        let dir = std::env::temp_dir().join(format!("mnem-full-disk-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(&dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = std::fs::remove_dir(&dir);
-            return None;
-        }
-        Some(Tmpfs(dir))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }
@@ -79,7 +52,7 @@ fn no_space(e: &Error) -> bool {
 
 #[test]
 fn a_full_disk_stops_writes_not_searches_and_writes_resume_when_space_returns() {
-    let Some(fs) = Tmpfs::mount(100) else {
+    let Some(fs) = Tmpfs::mount("full-disk", 100) else {
         assert!(!is_root(), "running as root, but a tmpfs could not be mounted");
         eprintln!("full_disk: not root, so no tmpfs to fill: skipped");
         return;
