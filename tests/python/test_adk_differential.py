@@ -322,6 +322,15 @@ def diff_report(label, mismatches, total):
     return "\n".join(lines)
 
 
+def pg_store_uri():
+    """A new schema on the PostgreSQL server `MNEM_TEST_PG_URI` names, or None without one."""
+    server = os.environ.get("MNEM_TEST_PG_URI")
+    if not server:
+        return None
+    sep = "&" if "?" in server else "?"
+    return f"{server}{sep}schema=adk_diff_{os.getpid()}_{int(time.time())}"
+
+
 class World:
     def __init__(self, tmp):
         self.rng = random.Random(SEED)
@@ -333,6 +342,9 @@ class World:
         self.ref = InMemoryMemoryService()
         self.mnem = MnemMemoryService(self.path)
         self.mem = MnemMemoryService(":memory:")
+        # The same store on PostgreSQL when the run has a server (scripts/test starts one).
+        self.pg_uri = pg_store_uri()
+        self.pg = MnemMemoryService(self.pg_uri) if self.pg_uri else None
         self.checkpoint_failures = []
         self.expected = {}  # (ns, query) -> ADK's entries, at the final state, TZ=Asia/Kolkata
         self.timings = {}
@@ -344,6 +356,13 @@ class World:
         pairs += [(ns, q) for ns in ODD_NAMESPACES for q in ("secret", "zeppelins", "the", "İstanbul", "Python")]
         pairs += [(("bench", "nobody"), "the"), (("nobody", "u1"), "the")]
         return pairs
+
+    def named_stores(self):
+        out = [(self.mnem, "dir store"), (self.mem, ":memory: store")]
+        return out + [(self.pg, "PostgreSQL store")] if self.pg else out
+
+    def stores(self):
+        return [s for s, _ in self.named_stores()]
 
     async def ref_search(self, ns, q):
         return entries(await self.ref.search_memory(app_name=ns[0], user_id=ns[1], query=q))
@@ -368,16 +387,19 @@ class World:
             if op[0] == "reopen":
                 await self.mnem.close()
                 self.mnem = MnemMemoryService(self.path, create=False)
+                if self.pg:
+                    await self.pg.close()
+                    self.pg = MnemMemoryService(self.pg_uri, create=False)
                 continue
             if op[0] == "check":
                 sample = [(NS, q) for q in self.rng.sample(self.queries, k=min(40, len(self.queries)))]
-                m = await self.compare([self.mnem, self.mem], sample)
-                for s, name in ((self.mnem, "dir store"), (self.mem, ":memory: store")):
+                m = await self.compare(self.stores(), sample)
+                for s, name in self.named_stores():
                     if m[id(s)]:
                         self.checkpoint_failures.append(
                             diff_report(f"checkpoint {op[1]!r} (op {i}), {name}", m[id(s)], len(sample)))
                 continue
-            for svc in (self.ref, self.mnem, self.mem):
+            for svc in [self.ref] + self.stores():
                 try:
                     await apply(svc, op)
                 except Exception as e:
@@ -397,6 +419,8 @@ def world(tmp_path_factory):
     yield w
     w.mnem.close_sync()
     w.mem.close_sync()
+    if w.pg:
+        w.pg.close_sync()
 
 
 def test_script_is_substantial(world):
@@ -432,6 +456,15 @@ def test_same_results_after_reopen(world):
     _check(world, world.mnem, "dir store after close and reopen, TZ=Asia/Kolkata")
 
 
+def test_same_results_postgresql_store(world):
+    if not world.pg:
+        pytest.skip("MNEM_TEST_PG_URI is not set")
+    _check(world, world.pg, "PostgreSQL store, TZ=Asia/Kolkata")
+    world.pg.close_sync()
+    world.pg = MnemMemoryService(world.pg_uri, create=False)
+    _check(world, world.pg, "PostgreSQL store after close and reopen, TZ=Asia/Kolkata")
+
+
 @pytest.mark.parametrize("zone,offset", [("America/New_York", -18000), ("Pacific/Chatham", 45900)])
 def test_same_results_in_another_time_zone(world, zone, offset):
     # ADK re-runs here, so only part of the workload: corpus queries and the edge
@@ -448,6 +481,8 @@ def test_same_results_in_another_time_zone(world, zone, offset):
         assert any(expected[p] != world.expected[p] for p in pairs)
         _check(world, world.mnem, f"dir store, TZ={zone}", expected, pairs)
         _check(world, world.mem, f":memory: store, TZ={zone}", expected, pairs)
+        if world.pg:
+            _check(world, world.pg, f"PostgreSQL store, TZ={zone}", expected, pairs)
     finally:
         os.environ["TZ"] = "Asia/Kolkata"
         time.tzset()
