@@ -32,6 +32,9 @@ pub(crate) struct Rocks {
     // the in-process environment alive as long as the database.
     _lock: Option<File>,
     pub(super) mem_env: Option<Env>,
+    /// The environment of a store on disk (the process's default one, whose compaction
+    /// threads run at the lowest CPU priority), kept alive as long as the database.
+    _disk_env: Option<Env>,
     /// A read-only store's journal of postings not yet in the `index` column family,
     /// merged: every snapshot of the store carries it.
     pub(super) index_overlay: OnceLock<Arc<Overlay>>,
@@ -95,6 +98,18 @@ impl Rocks {
             }
             (path.to_string(), if lock { Some(lock_dir(dir)?) } else { None }, None)
         };
+        let disk_env = match env {
+            Some(_) => None,
+            None => {
+                // Compactions at the lowest CPU priority: they can wait, while a search beside
+                // a writer on a machine with few cores cannot. Flushes keep theirs, so that
+                // writes do not stall behind full memtables.
+                let mut env = Env::new()?;
+                env.lower_thread_pool_cpu_priority();
+                db_opts.set_env(&env);
+                Some(env)
+            }
+        };
         // A read-only open cannot create column families: open those that exist (an older
         // format lacks some), and let the format check say what is wrong.
         let existing = if opts.read_only { DB::list_cf(&db_opts, &dir).unwrap_or_default() } else { Vec::new() };
@@ -127,6 +142,7 @@ impl Rocks {
             sync_writes: opts.sync_writes,
             _lock: lock,
             mem_env: env,
+            _disk_env: disk_env,
             index_overlay: OnceLock::new(),
         })
     }
