@@ -100,6 +100,15 @@ fn status_of(e: &postgres::Error) -> Status {
     }
 }
 
+/// The session behind a connection is gone: closed by the server (a restart, a failover, a
+/// terminated backend) or by the network.
+fn session_gone(e: &postgres::Error) -> bool {
+    match e.as_db_error() {
+        Some(db) => *db.code() == SqlState::ADMIN_SHUTDOWN || *db.code() == SqlState::CRASH_SHUTDOWN,
+        None => true,
+    }
+}
+
 fn pg_error(e: postgres::Error) -> Error {
     let status = status_of(&e);
     let hint = match status {
@@ -196,6 +205,26 @@ impl PgBackend {
 
     fn t(&self, cf: Cf) -> String {
         format!("{}.{}", self.schema, table(cf))
+    }
+
+    /// A pooled connection on which `first` succeeded. An idle connection the server has
+    /// closed (a restart, a failover, a killed session) is only found out by using it, so a
+    /// `first` that fails because its connection is gone is tried again on another, as many
+    /// times as the pool may hold connections: nothing ran on a closed session. Only for
+    /// statements that change nothing lasting (BEGIN, reads, taking a session lock).
+    fn conn_with<T>(
+        &self,
+        mut first: impl FnMut(&mut Conn) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<(Conn, T)> {
+        let mut tries = 0;
+        loop {
+            let mut c = self.conn()?;
+            match first(&mut c) {
+                Ok(v) => return Ok((c, v)),
+                Err(e) if session_gone(&e) && tries < self.pool.max_size() => tries += 1,
+                Err(e) => return Err(pg_error(e)),
+            }
+        }
     }
 
     /// Find the store's tables, or (create) make them, once, whoever else opens at once.
@@ -331,9 +360,9 @@ impl Backend for PgBackend {
     }
 
     fn lock_namespace(&self, prefix: &[u8]) -> Result<Box<dyn NamespaceLock + '_>> {
-        let mut conn = self.conn()?;
         let key = lock_key(&self.schema, prefix);
-        conn.execute_typed(&format!("SELECT pg_advisory_lock({LOCK_ID})"), &[(&key, BYTEA)]).map_err(pg_error)?;
+        let sql = format!("SELECT pg_advisory_lock({LOCK_ID})");
+        let (conn, _) = self.conn_with(|c| c.execute_typed(&sql, &[(&key, BYTEA)]))?;
         Ok(Box::new(PgLock { backend: self, conn: RefCell::new(Some(conn)), key }))
     }
 
@@ -344,9 +373,8 @@ impl Backend for PgBackend {
     fn set_postings_limit(&self, _bytes: usize) {}
 
     fn write_sequence(&self) -> u64 {
-        let read = self.conn().ok().and_then(|mut c| {
-            c.query_typed_one(&format!("SELECT last_value, is_called FROM {}.write_sequence", self.schema), &[]).ok()
-        });
+        let sql = format!("SELECT last_value, is_called FROM {}.write_sequence", self.schema);
+        let read = self.conn_with(|c| c.query_typed_one(&sql, &[])).ok().map(|(_, row)| row);
         match read {
             Some(row) => {
                 let (v, called): (i64, bool) = (row.get(0), row.get(1));
@@ -462,8 +490,8 @@ impl PgView<'_> {
     fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut slot = self.conn.borrow_mut();
         if slot.is_none() {
-            let mut c = self.backend.conn()?;
-            c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(pg_error)?;
+            let (c, _) =
+                self.backend.conn_with(|c| c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))?;
             *slot = Some(c);
         }
         f(slot.as_mut().expect("set above"))
