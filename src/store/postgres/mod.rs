@@ -48,7 +48,7 @@ type Conn = r2d2::PooledConnection<Manager>;
 /// Rows bound in one statement of a write (bounds its parameter arrays).
 const ROWS_PER_STATEMENT: usize = 5_000;
 /// A cursor's first page, and its largest (pages double between them).
-const FIRST_PAGE: i64 = 64;
+const FIRST_PAGE: i64 = 256;
 const BYTEA: Type = Type::BYTEA;
 const BYTEA_ARRAY: Type = Type::BYTEA_ARRAY;
 const INT8: Type = Type::INT8;
