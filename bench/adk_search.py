@@ -90,13 +90,13 @@ async def main():
             common[q] = (time.perf_counter() - t) / reps
         same = all(entries(a) == entries(b) for a, b in zip(ref_out, mnem_out))
         hits = sum(len(r.memories) for r in ref_out)
-        svc.close()
+        await svc.close()
         # Reopen: the first search rebuilds the namespace's index from the store.
         svc = MnemMemoryService(os.path.join(d, "store"))
         t = time.perf_counter()
         svc.store.search_raw(APP, USER, qs[0])
         t_rebuild = time.perf_counter() - t
-        svc.close()
+        await svc.close()
     print(f"corpus {n} events in {len(sessions)} sessions, {len(qs)} queries, {hits} results, identical: {same}")
     print(f"{'':34}{'ms/query':>10}{'vs reference':>14}")
     print(f"{'InMemoryMemoryService (reference)':34}{ref_t*1e3:10.3f}{1.0:13.1f}x")
