@@ -49,10 +49,10 @@ type Conn = r2d2::PooledConnection<Manager>;
 const ROWS_PER_STATEMENT: usize = 5_000;
 /// A cursor's first page, and its largest (pages double between them).
 const FIRST_PAGE: i64 = 256;
+const LAST_PAGE: i64 = 4_096;
 const BYTEA: Type = Type::BYTEA;
 const BYTEA_ARRAY: Type = Type::BYTEA_ARRAY;
 const INT8: Type = Type::INT8;
-const LAST_PAGE: i64 = 4_096;
 
 fn table(cf: Cf) -> &'static str {
     match cf {
@@ -101,11 +101,12 @@ fn status_of(e: &postgres::Error) -> Status {
 }
 
 /// The session behind a connection is gone: closed by the server (a restart, a failover, a
-/// terminated backend) or by the network.
+/// terminated backend: its last word is 57P01 or 57P02) or by the network (an I/O error). Not
+/// a client-side error such as a value that does not convert, which no retry mends.
 fn session_gone(e: &postgres::Error) -> bool {
     match e.as_db_error() {
         Some(db) => *db.code() == SqlState::ADMIN_SHUTDOWN || *db.code() == SqlState::CRASH_SHUTDOWN,
-        None => true,
+        None => e.is_closed() || std::error::Error::source(e).is_some_and(|c| c.is::<std::io::Error>()),
     }
 }
 
