@@ -6,38 +6,7 @@ use mnem::{EpisodeInput, HybridQuery, KeywordQuery, Mnem, Namespace, OpenOptions
 use std::process::Command;
 use uuid::Uuid;
 mod common;
-use common::Rng;
-
-fn server() -> Option<String> {
-    let uri = std::env::var("MNEM_TEST_PG_URI").ok().filter(|u| !u.is_empty());
-    if uri.is_none() {
-        eprintln!("skipped: MNEM_TEST_PG_URI is not set");
-    }
-    uri
-}
-
-fn with_schema(uri: &str, schema: &str) -> String {
-    format!("{uri}{}schema={schema}", if uri.contains('?') { '&' } else { '?' })
-}
-
-/// A schema no earlier run used (dropped at the end of the test that made it).
-fn fresh_schema(uri: &str, stem: &str) -> (String, Drop) {
-    let schema = format!("t{}_{stem}", std::process::id());
-    (with_schema(uri, &schema), Drop { uri: uri.to_string(), schema })
-}
-
-struct Drop {
-    uri: String,
-    schema: String,
-}
-
-impl std::ops::Drop for Drop {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.uri, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
-        }
-    }
-}
+use common::{pg_server, place, with_schema, Rng};
 
 fn create() -> OpenOptions {
     OpenOptions { create: true, ..Default::default() }
@@ -107,12 +76,15 @@ fn write_all(m: &Mnem, seed: u64) -> Vec<Uuid> {
 
 #[test]
 fn every_search_answers_as_on_rocksdb() {
-    let Some(uri) = server() else { return };
-    let (pg_uri, _drop) = fresh_schema(&uri, "same");
+    if pg_server().is_none() {
+        return;
+    }
+    let pg_place = place("postgresql", "same");
+    let pg_uri = &pg_place.uri;
     let dir = std::env::temp_dir().join(format!("mnem-pg-same-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let rocks = Mnem::open(dir.to_str().unwrap(), create()).unwrap();
-    let pg = Mnem::open(&pg_uri, create()).unwrap();
+    let pg = Mnem::open(pg_uri, create()).unwrap();
     assert_eq!(write_all(&rocks, 7), write_all(&pg, 7));
     let ns = Namespace::new("app", "user");
     let mut r = Rng(99);
@@ -172,7 +144,7 @@ fn every_search_answers_as_on_rocksdb() {
 
 #[test]
 fn opening_names_what_is_wrong_and_never_the_password() {
-    let Some(uri) = server() else { return };
+    let Some(uri) = pg_server() else { return };
     let e = Mnem::open(&with_schema(&uri, "never_created"), OpenOptions::default()).err().unwrap();
     assert_eq!(e.status, Status::NotFound, "{}", e.message);
     let pw = uri.split_once("://").and_then(|(_, r)| r.split_once('@')).and_then(|(u, _)| u.split_once(':'));
@@ -221,15 +193,18 @@ fn child_writer() {
 
 #[test]
 fn processes_share_one_store() {
-    let Some(uri) = server() else { return };
-    let (pg_uri, _drop) = fresh_schema(&uri, "procs");
-    drop(Mnem::open(&pg_uri, create()).unwrap());
+    if pg_server().is_none() {
+        return;
+    }
+    let pg_place = place("postgresql", "procs");
+    let pg_uri = &pg_place.uri;
+    drop(Mnem::open(pg_uri, create()).unwrap());
     let exe = std::env::current_exe().unwrap();
     let running: Vec<_> = (1..=4)
         .map(|i| {
             Command::new(&exe)
                 .args(["child_writer", "--exact", "--nocapture", "--test-threads=1"])
-                .env("MNEM_PG_CHILD_URI", &pg_uri)
+                .env("MNEM_PG_CHILD_URI", pg_uri)
                 .env("MNEM_PG_CHILD", (i + 10).to_string())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
@@ -253,7 +228,7 @@ fn processes_share_one_store() {
         }
     }
     assert_eq!(acked.len(), 4 * 20 * 2 * 5);
-    let m = Mnem::open(&pg_uri, OpenOptions::default()).unwrap();
+    let m = Mnem::open(pg_uri, OpenOptions::default()).unwrap();
     // A serial replay of the surviving episodes, on RocksDB, ranks them identically.
     let dir = std::env::temp_dir().join(format!("mnem-pg-serial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -283,14 +258,16 @@ fn processes_share_one_store() {
 
 #[test]
 fn tls_is_verified_against_the_servers_ca() {
-    let Some(uri) = server() else { return };
+    if pg_server().is_none() {
+        return;
+    }
     let Ok(verify) = std::env::var("MNEM_TEST_PG_VERIFY_URI") else {
         eprintln!("skipped: MNEM_TEST_PG_VERIFY_URI is not set");
         return;
     };
-    let (plain, _drop) = fresh_schema(&uri, "tls");
-    let schema = plain.rsplit_once("schema=").unwrap().1.to_string();
-    let m = Mnem::open(&with_schema(&verify, &schema), create()).unwrap();
+    let tls_place = place("postgresql", "tls");
+    let (plain, schema) = (&tls_place.uri, tls_place.schema().unwrap());
+    let m = Mnem::open(&with_schema(&verify, schema), create()).unwrap();
     m.put_episodes(&Namespace::new("a", "u"), vec![EpisodeInput { primary: "over tls".into(), ..Default::default() }])
         .unwrap();
     drop(m);
@@ -308,7 +285,7 @@ fn tls_is_verified_against_the_servers_ca() {
         .unwrap();
     assert!(made.status.success());
     let ca = verify.split("sslrootcert=").nth(1).unwrap().split('&').next().unwrap().to_string();
-    let wrong = with_schema(&verify.replace(&ca, other_ca.to_str().unwrap()), &schema);
+    let wrong = with_schema(&verify.replace(&ca, other_ca.to_str().unwrap()), schema);
     let e = Mnem::open(&wrong, OpenOptions::default()).err().expect("a foreign CA is refused");
     assert_eq!(e.status, Status::Busy, "{}", e.message);
     let _ = std::fs::remove_file(&other_ca);

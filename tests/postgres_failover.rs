@@ -7,7 +7,9 @@
 //! Needs the cluster of scripts/pg-cluster (`MNEM_TEST_PG_CLUSTER_DIR`, its DIR/env holds the
 //! URI); scripts/test starts one for this test alone. Without it the test says it skipped.
 
-use mnem::{EpisodeInput, Mnem, Namespace, OpenOptions, Status};
+use mnem::{EpisodeInput, Mnem, Namespace, OpenOptions};
+mod common;
+use common::assert_retryable;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,11 +20,6 @@ fn cluster_uri(dir: &str) -> String {
     let env = std::fs::read_to_string(format!("{dir}/env")).expect("the cluster's env file");
     let line = env.lines().find_map(|l| l.strip_prefix("export MNEM_PG_CLUSTER_URI=")).expect("MNEM_PG_CLUSTER_URI");
     line.trim_matches('\'').to_string()
-}
-
-fn retryable(e: &mnem::Error, what: &str) {
-    assert_eq!(e.status, Status::Busy, "{what} during the failover: a retryable status, got {e}");
-    assert!(e.message.contains("postgresql: ") && e.message.contains("retry"), "{what}: {e}");
 }
 
 #[test]
@@ -53,7 +50,7 @@ fn killing_the_primary_loses_no_acknowledged_write() {
                         ok += 1;
                     }
                     Err(e) => {
-                        retryable(&e, "a read");
+                        assert_retryable(&e, "a read during the failover");
                         busy += 1;
                     }
                 }
@@ -90,7 +87,7 @@ fn killing_the_primary_loses_no_acknowledged_write() {
             Err(e) => {
                 // A commit whose connection broke applied whole or not at all: its id is left
                 // out of both lists, and the check below does not care which.
-                retryable(&e, "a write");
+                assert_retryable(&e, "a write during the failover");
                 failed += 1;
                 first_failure.get_or_insert_with(Instant::now);
                 std::thread::sleep(Duration::from_millis(50));

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{token, Tmpfs};
+use common::{assert_retryable, pg_server, place, token, Tmpfs};
 use mnem::{KeywordQuery, Mnem, Namespace, OpenOptions, Status};
 use serde_json::{json, Value};
 use std::process::Command;
@@ -98,10 +98,6 @@ fn superuser_on(db: &str) -> postgres::Client {
     c.connect(postgres::NoTls).expect("the superuser connects")
 }
 
-fn with_schema(server: &str, schema: &str) -> String {
-    format!("{server}{}schema={schema}", if server.contains('?') { '&' } else { '?' })
-}
-
 /// Until `f` succeeds: every failure meanwhile must be BUSY with a message that says retry.
 fn until_ok<T>(what: &str, secs: u64, mut f: impl FnMut() -> mnem::Result<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -109,8 +105,7 @@ fn until_ok<T>(what: &str, secs: u64, mut f: impl FnMut() -> mnem::Result<T>) ->
         match f() {
             Ok(v) => return v,
             Err(e) => {
-                assert_eq!(e.status, Status::Busy, "{what}: a retryable status, got {e}");
-                assert!(e.message.contains("postgresql: ") && e.message.contains("retry"), "{what}: {e}");
+                assert_retryable(&e, what);
                 assert!(Instant::now() < deadline, "{what}: still failing after {secs} s: {e}");
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -229,7 +224,7 @@ fn read_only_server(m: &Mnem, log: &mut Log) {
 
 /// The store's tables in a tablespace on a small tmpfs: once it fills, writes are IO naming the
 /// full disk (53100), searches answer, and writes resume when space returns.
-fn disk_full(server: &str) {
+fn disk_full() {
     let Some(fs) = Tmpfs::mount("pg-full", 24) else {
         eprintln!("disk full: skipped (no tmpfs could be mounted; this needs root)");
         return;
@@ -239,14 +234,14 @@ fn disk_full(server: &str) {
     assert!(Command::new("chown").args(["postgres:", space.to_str().unwrap()]).status().unwrap().success());
     let ballast = fs.0.join("ballast");
     std::fs::write(&ballast, vec![1u8; 12 << 20]).unwrap();
-    let schema = format!("faults_full_{}", std::process::id());
+    let store = place("postgresql", "faults_full");
     let mut su = superuser_on("postgres");
     su.batch_execute(&format!("CREATE TABLESPACE mnem_full LOCATION '{}'", space.display())).unwrap();
     su.batch_execute("GRANT CREATE ON TABLESPACE mnem_full TO mnem").unwrap();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // The store's tables and their indexes go to the small tablespace.
         su.batch_execute("ALTER ROLE mnem SET default_tablespace = mnem_full").unwrap();
-        let m = Mnem::open(&with_schema(server, &schema), OpenOptions { create: true, ..Default::default() });
+        let m = Mnem::open(&store.uri, OpenOptions { create: true, ..Default::default() });
         su.batch_execute("ALTER ROLE mnem RESET default_tablespace").unwrap();
         let m = m.unwrap();
         let mut log = Log::default();
@@ -268,7 +263,7 @@ fn disk_full(server: &str) {
         log.check(&m, "once space returned");
         eprintln!("disk full: {} writes fitted before it filled", log.acked.len() - 5);
     }));
-    let _ = superuser_on("mnem").batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    drop(store); // its tables, before the tablespace they are in
     let _ = su.batch_execute("ALTER ROLE mnem RESET default_tablespace");
     let _ = su.batch_execute("DROP TABLESPACE IF EXISTS mnem_full");
     drop(fs);
@@ -279,15 +274,16 @@ fn disk_full(server: &str) {
 
 #[test]
 fn each_fault_is_named_leaves_nothing_half_written_and_the_store_carries_on() {
-    let (Some(server), Ok(_)) =
-        (std::env::var("MNEM_TEST_PG_URI").ok().filter(|u| !u.is_empty()), std::env::var("MNEM_TEST_PG_SUPERUSER_URI"))
-    else {
-        eprintln!("skipped: MNEM_TEST_PG_URI and MNEM_TEST_PG_SUPERUSER_URI are not both set");
+    if pg_server().is_none() {
         return;
-    };
-    let schema = format!("faults_{}", std::process::id());
-    let uri = with_schema(&server, &schema);
-    let m = Mnem::open(&uri, OpenOptions { create: true, ..Default::default() }).unwrap();
+    }
+    if std::env::var("MNEM_TEST_PG_SUPERUSER_URI").is_err() {
+        eprintln!("skipped: MNEM_TEST_PG_SUPERUSER_URI is not set");
+        return;
+    }
+    let store = place("postgresql", "faults");
+    let (uri, schema) = (&store.uri, store.schema().unwrap());
+    let m = store.open();
     let mut log = Log::default();
     for _ in 0..20 {
         log.write(&m, 4).unwrap();
@@ -295,12 +291,12 @@ fn each_fault_is_named_leaves_nothing_half_written_and_the_store_carries_on() {
     log.check(&m, "before any fault");
     connection_loss(&m, &mut log);
     restart(&m, &mut log);
-    statement_timeout(&uri, &schema, &mut log);
+    statement_timeout(uri, schema, &mut log);
     read_only_server(&m, &mut log);
     drop(m);
-    let m = Mnem::open(&uri, OpenOptions::default()).unwrap();
+    let m = Mnem::open(uri, OpenOptions::default()).unwrap();
     log.check(&m, "reopened after every fault");
     drop(m);
-    let _ = superuser_on("mnem").batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
-    disk_full(&server);
+    drop(store);
+    disk_full();
 }

@@ -64,9 +64,37 @@ pub struct Place {
 
 impl Place {
     pub fn open(&self) -> mnem::Mnem {
+        // Not the URI: it holds the server's password (mnem's messages show it redacted).
         mnem::Mnem::open(&self.uri, mnem::OpenOptions { create: true, ..Default::default() })
-            .unwrap_or_else(|e| panic!("{}: open {}: {e}", self.backend, self.backend))
+            .unwrap_or_else(|e| panic!("{}: open: {e}", self.backend))
     }
+
+    /// The schema of a place on PostgreSQL.
+    pub fn schema(&self) -> Option<&str> {
+        self.server.as_ref().map(|(_, schema)| schema.as_str())
+    }
+}
+
+/// The PostgreSQL server of the run (`MNEM_TEST_PG_URI`, which scripts/test sets), or None
+/// with a line saying the test skipped.
+pub fn pg_server() -> Option<String> {
+    let uri = std::env::var("MNEM_TEST_PG_URI").ok().filter(|u| !u.is_empty());
+    if uri.is_none() {
+        eprintln!("skipped: MNEM_TEST_PG_URI is not set");
+    }
+    uri
+}
+
+/// `server` (a postgresql:// URI) with the store in `schema`.
+pub fn with_schema(server: &str, schema: &str) -> String {
+    format!("{server}{}schema={schema}", if server.contains('?') { '&' } else { '?' })
+}
+
+/// A PostgreSQL call that failed while the server was away: BUSY, naming the server and
+/// saying to retry.
+pub fn assert_retryable(e: &mnem::Error, what: &str) {
+    assert_eq!(e.status, mnem::Status::Busy, "{what}: a retryable status, got {e}");
+    assert!(e.message.contains("postgresql: ") && e.message.contains("retry"), "{what}: {e}");
 }
 
 impl Drop for Place {
@@ -86,11 +114,9 @@ impl Drop for Place {
 
 /// The backends this run tests: RocksDB always, PostgreSQL when `MNEM_TEST_PG_URI` is set.
 pub fn backends() -> Vec<&'static str> {
-    if std::env::var("MNEM_TEST_PG_URI").is_ok_and(|u| !u.is_empty()) {
-        vec!["rocksdb", "postgresql"]
-    } else {
-        eprintln!("PostgreSQL skipped (MNEM_TEST_PG_URI is not set)");
-        vec!["rocksdb"]
+    match pg_server() {
+        Some(_) => vec!["rocksdb", "postgresql"],
+        None => vec!["rocksdb"],
     }
 }
 
@@ -103,8 +129,7 @@ pub fn place(backend: &'static str, stem: &str) -> Place {
     if backend == "postgresql" {
         let server = std::env::var("MNEM_TEST_PG_URI").expect("MNEM_TEST_PG_URI");
         let schema: String = name.chars().take(63).collect();
-        let sep = if server.contains('?') { '&' } else { '?' };
-        return Place { backend, uri: format!("{server}{sep}schema={schema}"), server: Some((server, schema)) };
+        return Place { backend, uri: with_schema(&server, &schema), server: Some((server, schema)) };
     }
     let dir = std::env::temp_dir().join(format!("mnem-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
