@@ -19,7 +19,8 @@ Everything goes through the C ABI (the Python binding over ctypes), each phase i
    stored texts (1-3 words), each once: p50 and p99 of `mnem_search`. Every answer is checked
    byte for byte against a RocksDB store of the same events (whose answers the differential
    test holds equal to google-adk's) and the first `--adk-check` against google-adk's
-   `InMemoryMemoryService` itself.
+   `InMemoryMemoryService` itself. Also: a word found in no event (median of 20: a search's
+   fixed cost, its round trips) and the index rows each event wrote.
 3. Keyword search: the same N texts as episodes (`put_episodes` of 1,000), the same queries
    through `mnem_keyword_search` (exact BM25, top 10) and through the peer table (the query's
    words OR-ed in a `to_tsquery('simple', ...)`, `ORDER BY ts_rank DESC LIMIT 10`).
@@ -227,7 +228,15 @@ def adk_search(server, sessions, qs, adk_check):
         t = time.perf_counter()
         answers.append(store.search_raw(APP, "user", q))
         lat.append(time.perf_counter() - t)
+    # A search's fixed cost (its round trips): a word in no event, median of 20.
+    nothing = []
+    for _ in range(20):
+        t = time.perf_counter()
+        store.search_raw(APP, "user", "qqzzxqq")
+        nothing.append(time.perf_counter() - t)
     store.close()
+    with peer_connect(server) as c:
+        index_rows = c.execute(f"SELECT count(*) FROM {schema}.index_keys").fetchone()[0]
     with tempfile.TemporaryDirectory() as d:
         rocks = mnem.Store(os.path.join(d, "store"), create=True)
         for sid, evs in sessions:
@@ -241,6 +250,8 @@ def adk_search(server, sessions, qs, adk_check):
         adk_differ = sum(1 for w, g in zip(want, got) if w != g)
     return {"single_writer_events_per_s": single, "open_ms": t_open * 1e3, "open_first_search_ms": t_first * 1e3,
             "p50_ms": statistics.median(lat) * 1e3, "p99_ms": pct(lat, 99) * 1e3,
+            "no_match_ms": statistics.median(nothing) * 1e3,
+            "index_rows_per_event": index_rows / sum(len(evs) for _, evs in sessions),
             "differ_from_rocksdb": len(differ), "differ_from_adk": adk_differ,
             "results": sum(len(json.loads(a)["memories"]) for a in answers)}
 
@@ -316,7 +327,8 @@ def main():
         summary["adk"] = r
         print(f"ADK search, {n:,} events in one namespace: one writer {r['single_writer_events_per_s']:,.0f} events/s; "
               f"new process: open {r['open_ms']:.1f} ms, open + first search {r['open_first_search_ms']:.1f} ms; "
-              f"p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms; answers differing from RocksDB "
+              f"p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms, a word in no event {r['no_match_ms']:.3f} ms; "
+              f"{r['index_rows_per_event']:.1f} index rows per event; answers differing from RocksDB "
               f"{r['differ_from_rocksdb']}/{len(qs)}, from google-adk {r['differ_from_adk']}/{a.adk_check}")
     if "keyword" in phases:
         r = keyword(a.server, sessions, qs)
