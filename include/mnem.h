@@ -229,7 +229,9 @@ const char *mnem_status_message(int32_t status);
 // A store written by a build before persisted indexes (format 1) gets its indexes at its
 // first read-write open, which then takes time in proportion to its records (once;
 // `mnem_stats` reports `opened_format` 1 and `indexes_built`). A format-2 store opens as it
-// is; its first read-write open records format 3.
+// is, and so does a format-3 one; the first read-write open of either adds the char pairs
+// of its `mnem_search` index (time in proportion to its non-ASCII texts, once) and records
+// format 4.
 mnem_status mnem_open(struct mnem_str path,
                       uint32_t flags,
                       struct mnem_str options_json,

@@ -5,7 +5,7 @@
 //! operations (`adk`, `episodes`, `lexical`, `hybrid`, `admin`) are `Engine` methods; `Mnem`
 //! is the public facade over them.
 
-use crate::adk::index::AdkSearchIndex;
+use crate::adk::index::{AdkSearchIndex, PAIRS_FORMAT};
 use crate::cache::{Cache, CacheStats};
 use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::Result;
@@ -59,11 +59,12 @@ impl Engine {
         // A graph kept by this process would miss other processes' writes: on a shared store
         // (PostgreSQL) each search loads its graph from its snapshot.
         let keep_graphs = !store.is_shared();
+        let pairs = store.opened_format() >= PAIRS_FORMAT;
         Engine {
             store: Arc::new(store),
             write_lock: Mutex::new(()),
             bm25: Bm25Index,
-            adk: AdkSearchIndex,
+            adk: AdkSearchIndex { pairs },
             vectors: VectorIndex::new(Cache::new(graphs), keep_graphs),
             indexes_built: 0,
         }

@@ -1,11 +1,15 @@
-//! Building the derived indexes of a store written before they were persisted (format 1):
-//! once, at its first read-write open, through the same staging steps as every write.
+//! Bringing an older store's indexes up to this build's format, once, at its first
+//! read-write open: a store written before indexes were persisted (format 1) gets them built
+//! through the same staging steps as every write; an ADK index without char-pair postings
+//! (formats 2 and 3) gets them from its own texts.
 
+use crate::adk::index::{self, PAIRS_FORMAT};
 use crate::adk::memory_id;
 use crate::adk::state::AdkState;
 use crate::derived::Placement;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::keys;
 use crate::record::Episode;
 use crate::store::Batch;
 use crate::store::{Cf, OpenOptions, Snapshot, FIRST_INDEXED_FORMAT, FORMAT_VERSION};
@@ -14,19 +18,49 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 /// Open the store at `path` and bring an older format up to this build's: a format-1 store
-/// gets its indexes built (once; `Stats::indexes_built`), a format-2 store records format 3
-/// (which only adds the journal, empty in a format-2 store).
+/// gets its indexes built (once; `Stats::indexes_built`); a format-2 or format-3 store, whose
+/// ADK index lacks char-pair postings, gets them (format 3 only added the journal, empty in
+/// a format-2 store). Read-only, a format-2 or format-3 store is read as it is.
 pub(crate) fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
     let mut engine = Engine::open(path, opts)?;
     let opened = engine.store.opened_format();
     if opened < FIRST_INDEXED_FORMAT {
         engine.indexes_built = build_indexes(&engine)?;
+        engine.adk.pairs = true;
     } else if opened < FORMAT_VERSION && !engine.store.is_read_only() {
+        if opened < PAIRS_FORMAT {
+            add_pairs(&engine)?;
+            engine.adk.pairs = true;
+        }
         let mut b = Batch::default();
         engine.store.stage_format(&mut b);
         engine.store.write(b)?;
     }
     Ok(engine)
+}
+
+/// Add the ADK index's char-pair postings to every namespace, one namespace held at a time.
+/// A crash part-way leaves the old format recorded; the next open carries on.
+fn add_pairs(m: &Engine) -> Result<()> {
+    let writers = Writers::lock(m)?;
+    let snap = m.store.snapshot_without_postings();
+    let mut from = Vec::new();
+    loop {
+        let first = {
+            let it = m.store.prefix_iter(&snap, Cf::Index, &[], &from);
+            it.status()?;
+            it.key().map(<[u8]>::to_vec)
+        };
+        let Some(key) = first else { break };
+        let n = keys::namespace_len(&key).ok_or_else(|| Error::corruption("an index key has no namespace"))?;
+        let prefix = &key[..n];
+        let lock = m.store.lock_namespace(prefix)?;
+        index::add_pairs(&m.store, prefix, CHUNK, |b| lock.write(b))?;
+        drop(lock);
+        let Some(next) = keys::prefix_successor(prefix) else { break };
+        from = next;
+    }
+    writers.settle()
 }
 
 /// Build every namespace's indexes from its records, then record the current format.

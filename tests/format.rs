@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 /// The FORMAT_VERSION that the goldens below describe.
-const GOLDEN_FORMAT_VERSION: u32 = 3;
+const GOLDEN_FORMAT_VERSION: u32 = 4;
 
 const BUMP: &str = "the on-disk format changed. Stored bytes may change only together with FORMAT_VERSION \
 (src/store.rs): bump it, describe the new format in docs/FORMAT.md, and update GOLDEN_FORMAT_VERSION and \
@@ -384,7 +384,7 @@ fn a_live_store_holds_exactly_the_documented_keys_and_values() {
     dim_key.extend_from_slice(&p);
     let meta = raw_cf(&dir, "meta");
     let want_meta =
-        vec![(dim_key, 3u32.to_le_bytes().to_vec()), (b"format_version".to_vec(), 3u32.to_le_bytes().to_vec())];
+        vec![(dim_key, 3u32.to_le_bytes().to_vec()), (b"format_version".to_vec(), 4u32.to_le_bytes().to_vec())];
     assert_eq!(meta, want_meta, "meta column family: {BUMP}");
 
     // The episodes, in UUID order within the namespace; event UUIDs are fresh v7s, so find
@@ -540,6 +540,16 @@ fn check_index_cf(dir: &Path, p: &[u8], e2: Uuid, note: Uuid) {
     want_adk.sort();
     let got_adk: Vec<Vec<u8>> = in_range(0x20, 0x2f).into_iter().map(|(k, _)| k).collect();
     assert_eq!(got_adk, want_adk, "index column family, ADK keys: {BUMP}");
+    let mut words = mnem::adk::tokenizer::searchable_words("the blue heron");
+    words.sort();
+    let mut e2_adk_doc = cat(&[&[12], &place, &lp_le(b"e2"), &(words.len() as u32).to_le_bytes()]);
+    for w in &words {
+        e2_adk_doc.extend_from_slice(&lp_le(w.as_bytes()));
+    }
+    // No chars, no pairs.
+    e2_adk_doc.extend_from_slice(&cat(&[&0u32.to_le_bytes(), &0u32.to_le_bytes()]));
+    let doc = index.iter().find(|(k, _)| k == &key(0x21, e2.as_bytes())).map(|(_, v)| v);
+    assert_eq!(doc, Some(&e2_adk_doc), "index column family, ADK document value: {BUMP}");
 
     // HNSW graph: tags 30-33; the note's vector is node 0.
     let graph = in_range(0x30, 0x3f);
@@ -563,6 +573,49 @@ fn check_index_cf(dir: &Path, p: &[u8], e2: Uuid, note: Uuid) {
     assert_eq!(graph[1].1, unit, "a node's vector is the unit vector, f32le");
     assert_eq!(graph[3].1, 0u32.to_be_bytes(), "the episode's node");
     assert_eq!(index.len(), want_bm25.len() + want_adk.len() + 4, "nothing else in the index column family: {BUMP}");
+}
+
+/// The ADK index of a non-ASCII text: its chars (`23`), its char pairs (`26`: adjacent chars a
+/// token may hold, one at least non-ASCII), its haystack (`24`), and the lists of both in
+/// its document (`21`).
+#[test]
+fn adk_chars_and_char_pairs_are_keyed_as_documented() {
+    let dir = tempdir("pairs");
+    let ns = Namespace::new("app", "user");
+    {
+        let m = Mnem::open(dir.to_str().unwrap(), CREATE).unwrap();
+        m.add_session(&ns, "s1", &event_line("e1", "Café 東京!", 1_700_000_000.0)).unwrap();
+    }
+    let p = ns.prefix();
+    let index = raw_cf(&dir, "index");
+    let key = |tag: u8, rest: &[u8]| keys::index_key(&p, tag, rest);
+    let place = order_suffix(0, 0);
+    let cp = |c: char| (c as u32).to_be_bytes();
+    let of_tag =
+        |tag: u8| -> Vec<(Vec<u8>, Vec<u8>)> { index.iter().filter(|(k, _)| k[p.len()] == tag).cloned().collect() };
+    let chars: Vec<Vec<u8>> = of_tag(0x23).into_iter().map(|(k, _)| k).collect();
+    let mut want: Vec<Vec<u8>> = ['é', '京', '東'].iter().map(|&c| key(0x23, &[&cp(c)[..], &place].concat())).collect();
+    want.sort();
+    assert_eq!(chars, want, "char postings: {BUMP}");
+    let pairs: Vec<Vec<u8>> = of_tag(0x26).into_iter().map(|(k, _)| k).collect();
+    let mut want: Vec<Vec<u8>> =
+        [('f', 'é'), ('東', '京')].iter().map(|&(a, b)| key(0x26, &[&cp(a)[..], &cp(b), &place].concat())).collect();
+    want.sort();
+    assert_eq!(pairs, want, "char pair postings: {BUMP}");
+    assert!(of_tag(0x26).iter().all(|(_, v)| v.is_empty()), "pair postings of an entry that never expires are empty");
+    assert_eq!(of_tag(0x24), vec![(key(0x24, &place), "café 東京!".as_bytes().to_vec())], "haystack: {BUMP}");
+    let doc = &of_tag(0x21)[0].1;
+    let mut tail = 3u32.to_le_bytes().to_vec();
+    for c in ['é', '京', '東'] {
+        tail.extend_from_slice(&(c as u32).to_le_bytes());
+    }
+    tail.extend_from_slice(&2u32.to_le_bytes());
+    for (a, b) in [('f', 'é'), ('東', '京')] {
+        tail.extend_from_slice(&(a as u32).to_le_bytes());
+        tail.extend_from_slice(&(b as u32).to_le_bytes());
+    }
+    assert!(doc.ends_with(&tail), "a document lists its chars, then its pairs: {BUMP}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A run of held postings, decoded by the layout docs/FORMAT.md gives: `u32le` key length,
@@ -713,6 +766,102 @@ fn write_fixture_contents(m: &Mnem) {
     m.put_episodes(&odd, vec![plain(7, "odd stone")]).unwrap();
 }
 
+/// Texts in other scripts (from format 3 on): what a non-ASCII token matches as a substring.
+fn write_multilingual_contents(m: &Mnem) {
+    let [ns, odd] = fixture_namespaces();
+    let s3 = [
+        event_line("m1", "Встреча в Москве перенесена на пятницу", 1_700_000_030.0),
+        event_line("m2", "Москва — столица России", 1_700_000_031.0),
+        event_line("m3", "東京タワーの近くでランチ", 1_700_000_032.0),
+        event_line("m4", "東京 と 京都", 1_700_000_033.0),
+        event_line("m5", "ΟΔΟΣ Σ κόσμε", 1_700_000_034.0),
+        event_line("m6", "İstanbul ve İzmir", 1_700_000_035.0),
+        event_line("m7", "café crème brûlée", 1_700_000_036.0),
+        event_line("m8", "Straße und Fluß", 1_700_000_037.0),
+    ];
+    m.add_session(&ns, "s3", &s3.join("\n")).unwrap();
+    m.add_events(&ns, "s3", &event_line("m9", "временная заметка", 1_700_000_038.0), r#"{"ttl_ms":4000000000000}"#)
+        .unwrap();
+    m.delete_memory(&ns, "m2").unwrap();
+    m.put_episodes(
+        &ns,
+        vec![EpisodeInput {
+            id: Some(fixture_id(8)),
+            episode_type: "memory".into(),
+            content: Some(r#"{"role":"user","parts":[{"text":"заметка о Москве и 京都"}]}"#.into()),
+            ..EpisodeInput::default()
+        }],
+    )
+    .unwrap();
+    m.add_session(&odd, "s3", &event_line("o2", "über Größe 日本語", 1_700_000_040.0)).unwrap();
+}
+
+/// Queries whose non-ASCII tokens are one char, two, or more, found whole or inside words.
+const MULTILINGUAL_QUERIES: &[&str] = &[
+    "москве",
+    "москв",
+    "в",
+    "ва",
+    "москва столица",
+    "пятницу встреча",
+    "東京",
+    "京",
+    "東京タワー",
+    "タワー",
+    "の",
+    "京都",
+    "οδος",
+    "ς",
+    "κόσμε",
+    "σ",
+    "istanbul",
+    "i̇stanbul",
+    "i̇",
+    "izmir",
+    "café",
+    "fé",
+    "crème brûlée",
+    "straße",
+    "ß",
+    "fluß",
+    "заметка",
+    "временная",
+    "über",
+    "größe",
+    "日本",
+    "本語",
+    "川",
+    "本の川",
+    "heron",
+    "stone river",
+    "ü",
+    "ьн",
+    "xyzé",
+];
+
+/// `mnem_search`'s answer to each multilingual query in each fixture namespace.
+fn adk_answers(dir: &Path) -> Vec<String> {
+    let m = Mnem::open(dir.to_str().unwrap(), READ_ONLY).unwrap();
+    let mut out = Vec::new();
+    for ns in fixture_namespaces() {
+        for q in MULTILINGUAL_QUERIES {
+            out.push(format!("{ns:?} {q:?}: {}", String::from_utf8(m.search(&ns, q).unwrap()).unwrap()));
+        }
+    }
+    out
+}
+
+/// The char pair postings (tag `26`) of a store: keys, and whether each carries an expiry.
+fn pair_postings(dir: &Path) -> Vec<(Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    for (k, v) in raw_cf(dir, "index") {
+        if keys::namespace_len(&k).is_some_and(|n| k[n] == 0x26) {
+            out.push((k, v.len()));
+        }
+    }
+    out
+}
+
 fn copy_dir(from: &Path, to: &Path, keep: impl Fn(&str) -> bool) {
     std::fs::create_dir_all(to).unwrap();
     let mut names: Vec<String> =
@@ -739,6 +888,9 @@ fn regenerate_fixture(version: u32) {
     {
         let m = Mnem::open(work.to_str().unwrap(), CREATE).unwrap();
         write_fixture_contents(&m);
+        if version >= 3 {
+            write_multilingual_contents(&m);
+        }
     }
     // Move everything from the write-ahead log into table files, so that the fixture
     // exercises RocksDB's (LZ4-compressed) tables as well.
@@ -930,6 +1082,59 @@ fn the_format_v2_fixture_opens_and_reads_the_same() {
     assert!(meta.contains(&(b"format_version".to_vec(), FORMAT_VERSION.to_le_bytes().to_vec())), "format recorded");
     assert_reads_as_expected(2, &read_fixture(&dir));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A format-3 store (its ADK index without char pairs) reads the same read-only, as it is
+/// (non-ASCII tokens found by their chars, every candidate's text checked), and after a
+/// read-write open, which adds the pairs from the index's own texts: every search answers as
+/// before, and the pairs are those this build writes for the same writes.
+#[test]
+fn the_format_v3_fixture_gains_char_pairs_and_reads_the_same() {
+    if std::env::var_os("MNEM_UPDATE_FIXTURES").is_some_and(|v| v == "1") && FORMAT_VERSION == 3 {
+        regenerate_fixture(3);
+    }
+    assert!(
+        fixture_dir_of(3).join("CURRENT").is_file(),
+        "tests/fixtures/format-v3 is missing; a build of format 3 writes it with MNEM_UPDATE_FIXTURES=1"
+    );
+    let dir = tempdir("fixture-v3");
+    copy_dir(&fixture_dir_of(3), &dir, |_| true);
+    assert!(pair_postings(&dir).is_empty(), "format 3 has no char pairs");
+    assert_reads_as_expected(3, &read_fixture(&dir));
+    let by_chars = adk_answers(&dir);
+    let found = by_chars.iter().filter(|a| a.contains("\"id\"")).count();
+    assert!(found > MULTILINGUAL_QUERIES.len() / 2, "many queries find something: {found}");
+    {
+        let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+        assert_eq!((m.stats().opened_format, m.stats().indexes_built), (3, 0), "nothing rebuilt from records");
+    }
+    let meta = raw_cf(&dir, "meta");
+    assert!(meta.contains(&(b"format_version".to_vec(), FORMAT_VERSION.to_le_bytes().to_vec())), "format recorded");
+    let pairs = pair_postings(&dir);
+    assert!(!pairs.is_empty(), "the upgrade adds char pairs");
+    assert_eq!(adk_answers(&dir), by_chars, "searches by char pairs answer as by chars");
+    assert_reads_as_expected(3, &read_fixture(&dir));
+
+    let fresh = tempdir("fixture-v3-fresh");
+    {
+        let m = Mnem::open(fresh.to_str().unwrap(), CREATE).unwrap();
+        write_fixture_contents(&m);
+        write_multilingual_contents(&m);
+    }
+    assert_eq!(pair_postings(&fresh), pairs, "the upgrade adds the pairs this build writes");
+    assert_eq!(adk_answers(&fresh), by_chars);
+
+    // An upgrade begun again (the format record set back) leaves documents that have their
+    // pairs as they are.
+    {
+        let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+        m.store().set_format_version_for_test(3).unwrap();
+    }
+    drop(Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap());
+    assert_eq!(pair_postings(&dir), pairs);
+    assert_eq!(adk_answers(&dir), by_chars);
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&fresh).unwrap();
 }
 
 /// An upgrade interrupted part-way leaves format 1 recorded and some index keys written;

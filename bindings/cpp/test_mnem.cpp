@@ -402,7 +402,7 @@ void test_typed() {
 
   mnem::Stats st = s.statistics();
   CHECK(st.cache_bytes == 8388608 && st.block_cache.budget_bytes == 2097152 && st.graph_cache.budget_bytes == 6291456);
-  CHECK(st.format == 3 && st.opened_format == 3 && st.indexes_built == 0 && st.journal_replayed == 0);
+  CHECK(st.format == 4 && st.opened_format == 4 && st.indexes_built == 0 && st.journal_replayed == 0);
   CHECK(st.graph_cache.entries == 1);
 
   // Bad typed input is rejected like raw input, and nothing is written.

@@ -15,6 +15,9 @@
 //!   that a re-write or delete removes its keys without re-tokenizing the old content;
 //! - `WORD u32be(len) word place` -> expiry: the postings of a searchable word;
 //! - `CHAR u32be(char) place` -> expiry: the searchable entries holding a non-ASCII char;
+//! - `PAIR u32be(char) u32be(char) place` -> expiry: the searchable entries whose haystack
+//!   holds two chars side by side, one of them non-ASCII, both chars a token may hold (a
+//!   token of two or more chars is found by its pairs: far fewer places than by its chars);
 //! - `HAYSTACK place` -> the lowercased NFC text of a searchable entry with a non-ASCII char
 //!   (non-ASCII query tokens match substrings);
 //! - `MEMID u32be(len) memory_id place` -> uuid: what `delete_memory` removes.
@@ -37,6 +40,11 @@ pub(crate) const WORD: u8 = index_tag::ADK_FIRST + 2;
 pub(crate) const CHAR: u8 = index_tag::ADK_FIRST + 3;
 pub(crate) const HAYSTACK: u8 = index_tag::ADK_FIRST + 4;
 pub(crate) const MEMID: u8 = index_tag::ADK_FIRST + 5;
+pub(crate) const PAIR: u8 = index_tag::ADK_FIRST + 6;
+
+/// The first format whose ADK index has `PAIR` postings; an older store's index gains them
+/// at its first read-write open (`add_pairs`).
+pub const PAIRS_FORMAT: u32 = 4;
 
 /// ADK returns at most this many memories (`_MAX_SEARCH_RESULTS`).
 pub const MAX_RESULTS: usize = 10;
@@ -110,6 +118,32 @@ pub(crate) fn char_prefix(prefix: &[u8], c: char) -> Vec<u8> {
     key(prefix, CHAR, &[&(c as u32).to_be_bytes()], None)
 }
 
+/// `prefix PAIR u32be(a) u32be(b)`: the key prefix of a char pair's postings.
+pub(crate) fn pair_prefix(prefix: &[u8], (a, b): (char, char)) -> Vec<u8> {
+    key(prefix, PAIR, &[&pair_bytes((a, b))], None)
+}
+
+fn pair_bytes((a, b): (char, char)) -> [u8; 8] {
+    let mut out = [0; 8];
+    out[..4].copy_from_slice(&(a as u32).to_be_bytes());
+    out[4..].copy_from_slice(&(b as u32).to_be_bytes());
+    out
+}
+
+/// The distinct pairs of adjacent chars of `text` that a query token's pairs may be: both
+/// chars may be in a token, one at least is not ASCII (ASCII tokens match whole words only).
+/// Sorted. Of a query token, its pairs; of a haystack, the pairs it holds.
+pub(crate) fn char_pairs(text: &str) -> Vec<(char, char)> {
+    let mut out: Vec<(char, char)> = text
+        .chars()
+        .zip(text.chars().skip(1))
+        .filter(|&(a, b)| (!a.is_ascii() || !b.is_ascii()) && may_be_in_a_token(a) && may_be_in_a_token(b))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 pub(crate) fn haystack_key(prefix: &[u8], place: &[u8]) -> Vec<u8> {
     key(prefix, HAYSTACK, &[place], None)
 }
@@ -173,11 +207,14 @@ struct Doc {
     words: Vec<String>,
     /// Distinct non-ASCII chars of the haystack, sorted (non-empty: a `HAYSTACK` key).
     chars: Vec<char>,
+    /// The haystack's `char_pairs`; `None` in a document written before `PAIRS_FORMAT`,
+    /// which has no `PAIR` postings.
+    pairs: Option<Vec<(char, char)>>,
 }
 
 impl Doc {
-    /// `DOC` value: u8 place length, place, memory id, words, chars (u32le counts and
-    /// lengths, u32le chars).
+    /// `DOC` value: u8 place length, place, memory id, words, chars, pairs (u32le counts
+    /// and lengths, u32le chars). Before `PAIRS_FORMAT` the value ended after the chars.
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(64);
         let mut place = Vec::with_capacity(20);
@@ -193,6 +230,13 @@ impl Doc {
         for c in &self.chars {
             v.extend_from_slice(&(*c as u32).to_le_bytes());
         }
+        if let Some(pairs) = &self.pairs {
+            v.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+            for &(a, b) in pairs {
+                v.extend_from_slice(&(a as u32).to_le_bytes());
+                v.extend_from_slice(&(b as u32).to_le_bytes());
+            }
+        }
         v
     }
 
@@ -202,12 +246,19 @@ impl Doc {
         let place = Place::decode(r.take(n)?)?;
         let memory_id = r.str()?.to_string();
         let words = (0..r.u32()?).map(|_| r.str().map(str::to_string)).collect::<Result<Vec<_>>>()?;
-        let chars = (0..r.u32()?)
-            .map(|_| char::from_u32(r.u32()?).ok_or_else(|| Error::corruption("an ADK index char is invalid")))
-            .collect::<Result<Vec<_>>>()?;
+        let chars = (0..r.u32()?).map(|_| read_char(&mut r)).collect::<Result<Vec<_>>>()?;
+        let pairs = if r.rest.is_empty() {
+            None
+        } else {
+            Some((0..r.u32()?).map(|_| Ok((read_char(&mut r)?, read_char(&mut r)?))).collect::<Result<Vec<_>>>()?)
+        };
         r.done()?;
-        Ok(Doc { place, memory_id, words, chars })
+        Ok(Doc { place, memory_id, words, chars, pairs })
     }
+}
+
+fn read_char(r: &mut Reader<'_>) -> Result<char> {
+    char::from_u32(r.u32()?).ok_or_else(|| Error::corruption("an ADK index char is invalid"))
 }
 
 /// Can `c` be a char of a query token (a lowercased `\w` run)? Lowercasing a word char
@@ -274,6 +325,9 @@ fn remove(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], d: &Doc) {
     for c in &d.chars {
         ops.delete_posting(|k| key_into(k, prefix, CHAR, &[&(*c as u32).to_be_bytes()], place));
     }
+    for p in d.pairs.iter().flatten() {
+        ops.delete_posting(|k| key_into(k, prefix, PAIR, &[&pair_bytes(*p)], place));
+    }
     if !d.chars.is_empty() {
         ops.delete(key(prefix, HAYSTACK, &[], place));
     }
@@ -287,6 +341,7 @@ fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Plac
     let mut chars: Vec<char> = haystack.chars().filter(|&c| !c.is_ascii() && may_be_in_a_token(c)).collect();
     chars.sort_unstable();
     chars.dedup();
+    let pairs = char_pairs(&haystack);
     let entry =
         Entry { uuid: e.id, place, memory_id: memory_id(e.event_id.as_deref(), &e.id), expires_at_ms: e.expires_at_ms };
     let at = Some(&place);
@@ -300,10 +355,13 @@ fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Plac
     for c in &chars {
         ops.put_posting(|k| key_into(k, prefix, CHAR, &[&(*c as u32).to_be_bytes()], at), &posting);
     }
+    for p in &pairs {
+        ops.put_posting(|k| key_into(k, prefix, PAIR, &[&pair_bytes(*p)], at), &posting);
+    }
     if !chars.is_empty() {
         ops.put(key(prefix, HAYSTACK, &[], at), haystack.into_bytes());
     }
-    let doc = Doc { place, memory_id: entry.memory_id, words, chars };
+    let doc = Doc { place, memory_id: entry.memory_id, words, chars, pairs: Some(pairs) };
     ops.put(doc_key.to_vec(), doc.encode());
 }
 
@@ -352,8 +410,71 @@ pub(crate) fn memory_id_entries(
     Ok(out)
 }
 
+/// Give a namespace's ADK index, written before `PAIRS_FORMAT`, its `PAIR` postings: each
+/// document without pairs gets them from its entry's haystack (with the entry's expiry) and
+/// is rewritten with them, `chunk` documents per batch handed to `write`. Documents that
+/// have pairs (an upgrade cut short and begun again) are left as they are. Returns the
+/// documents rewritten.
+pub(crate) fn add_pairs(
+    store: &Store,
+    prefix: &[u8],
+    chunk: usize,
+    mut write: impl FnMut(Batch) -> Result<()>,
+) -> Result<u64> {
+    let snap = store.snapshot_without_postings();
+    let docs_prefix = key(prefix, DOC, &[], None);
+    let mut it = store.prefix_iter(&snap, Cf::Index, &docs_prefix, &docs_prefix);
+    let mut rewritten = 0;
+    loop {
+        let mut docs = Vec::with_capacity(chunk);
+        while docs.len() < chunk {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+            let doc = Doc::decode(v)?;
+            if doc.pairs.is_none() {
+                docs.push((k.to_vec(), doc));
+            }
+            it.next();
+        }
+        it.status()?;
+        if docs.is_empty() {
+            return Ok(rewritten);
+        }
+        let with_text: Vec<&Doc> = docs.iter().map(|(_, d)| d).filter(|d| !d.chars.is_empty()).collect();
+        let at = |tag| with_text.iter().map(|d| key(prefix, tag, &[], Some(&d.place))).collect::<Vec<_>>();
+        let texts = store.multi_get_cf(&snap, Cf::Index, &at(HAYSTACK))?;
+        let entries = store.multi_get_cf(&snap, Cf::Index, &at(ENTRY))?;
+        let mut found = texts.into_iter().zip(entries);
+        let mut ops = KeyOps::default();
+        for (doc_key, mut doc) in docs {
+            let mut pairs = Vec::new();
+            if !doc.chars.is_empty() {
+                let (text, entry) = found.next().expect("one answer per document with chars");
+                let text = text.ok_or_else(|| Error::corruption("an ADK index document with chars has no text"))?;
+                let text =
+                    std::str::from_utf8(&text).map_err(|_| Error::corruption("an ADK index text is not UTF-8"))?;
+                let entry = entry.ok_or_else(|| Error::corruption("an ADK index document has no entry"))?;
+                let posting = posting_value(Entry::decode(doc.place, &entry)?.expires_at_ms);
+                pairs = char_pairs(text);
+                for p in &pairs {
+                    ops.put_posting(|k| key_into(k, prefix, PAIR, &[&pair_bytes(*p)], Some(&doc.place)), &posting);
+                }
+            }
+            doc.pairs = Some(pairs);
+            ops.put(doc_key, doc.encode());
+            rewritten += 1;
+        }
+        let mut batch = Batch::default();
+        ops.apply(&mut batch);
+        write(batch)?;
+    }
+}
+
 /// The `mnem_search` index among the derived indexes: nothing is held in memory.
-pub(crate) struct AdkSearchIndex;
+pub(crate) struct AdkSearchIndex {
+    /// The index has `PAIR` postings (it was written, or upgraded, at `PAIRS_FORMAT` or
+    /// later): a format-3 store opened read-only is searched by chars.
+    pub pairs: bool,
+}
 
 impl DerivedIndex for AdkSearchIndex {
     type Staged<'a> = ();
@@ -403,15 +524,36 @@ mod tests {
     }
 
     #[test]
+    fn char_pairs_are_the_adjacent_chars_a_token_may_hold_with_one_not_ascii() {
+        assert_eq!(char_pairs("café 東京!"), vec![('f', 'é'), ('東', '京')]);
+        assert_eq!(char_pairs("ab cd"), vec![], "ASCII pairs are not indexed");
+        assert_eq!(char_pairs("é"), vec![]);
+        assert_eq!(char_pairs("é-é é’s"), vec![], "punctuation is in no token");
+        assert_eq!(char_pairs("ааа"), vec![('а', 'а')], "distinct");
+        // A dotted capital I lowercases to i and a combining dot, which a token may hold.
+        assert_eq!(char_pairs(&tokenizer::lower("İz")), vec![('i', '\u{307}'), ('\u{307}', 'z')]);
+        // Every pair of a token of two chars or more is one of these.
+        for token in ["москве", "東京タワー", "i̇stanbul", "straße", "_é"] {
+            assert!(!char_pairs(token).is_empty(), "{token}");
+        }
+    }
+
+    #[test]
     fn doc_and_entry_values_round_trip() {
         let d = Doc {
             place: Place::Session { bucket: 3, seq: 9 },
             memory_id: "e1".into(),
             words: vec!["tea".into(), "東京".into()],
             chars: vec!['東', '京'],
+            pairs: Some(vec![('東', '京')]),
         };
         assert_eq!(Doc::decode(&d.encode()).unwrap(), d);
         assert!(Doc::decode(&d.encode()[..10]).is_err());
+        // A document written before pairs: its value ends after the chars.
+        let old = Doc { pairs: None, ..d };
+        let bytes = old.encode();
+        assert_eq!(Doc::decode(&bytes).unwrap(), old);
+        assert!(Doc::decode(&[&bytes[..], &[1, 0, 0, 0]].concat()).is_err(), "a truncated pair list");
         let e = Entry { uuid: Uuid::from_u128(7), place: d.place, memory_id: "m".into(), expires_at_ms: Some(-3) };
         assert_eq!(Entry::decode(e.place, &e.encode()).unwrap(), e);
     }

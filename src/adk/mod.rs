@@ -262,7 +262,7 @@ impl Engine {
         let snap = self.read_snapshot()?;
         let now = now_ms();
         let mut out = Vec::new();
-        let found = search::search(&self.store, &snap, &prefix, query, now)?;
+        let found = search::search(&self.store, &snap, &prefix, query, now, self.adk.pairs)?;
         let ids: Vec<Uuid> = found.iter().map(|e| e.uuid).collect();
         for (e, bytes) in found.into_iter().zip(self.store.get_episodes_raw(&snap, &prefix, &ids)?) {
             let Some(bytes) = bytes else { continue };

@@ -204,7 +204,7 @@ impl Engine {
             }
         }
         let lexical: Vec<(Uuid, String)> = if w_lex > 0.0 {
-            search::search(&self.store, &snap, &prefix, &q.text, now)?
+            search::search(&self.store, &snap, &prefix, &q.text, now, self.adk.pairs)?
                 .into_iter()
                 .map(|e| (e.uuid, e.memory_id))
                 .collect()

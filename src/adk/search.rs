@@ -2,7 +2,10 @@
 //!
 //! ADK scores an event by the number of distinct query tokens it matches: an ASCII token
 //! matches a searchable word, a non-ASCII token a searchable word or a substring of the
-//! event's lowercased NFC text. The top `MAX_RESULTS` by score, ties in place order, are
+//! event's lowercased NFC text. The places whose text may hold a non-ASCII token are those
+//! holding each of its char pairs (a token of one char: its char); a token of three chars or
+//! more is then looked for in their texts. (An index written before pairs were indexed is
+//! searched by the token's chars instead, every candidate's text checked.) The top `MAX_RESULTS` by score, ties in place order, are
 //! found document-at-a-time over each token's stream of matching places in place order,
 //! skipping with WAND: once the results are full with a lowest score `s`, only a place in at
 //! least `s + 1` streams can enter, so the streams behind the `(s + 1)`-th smallest current
@@ -13,25 +16,31 @@ use super::tokenizer;
 use crate::error::{Error, Result};
 use crate::store::StoreIter;
 use crate::store::{Cf, Snapshot, Store};
+use std::collections::VecDeque;
 
 /// Postings a cursor steps over with `next` before it seeks instead (a seek costs a few
 /// `next`s, and skips are often short).
 const STEPS_BEFORE_SEEK: usize = 8;
 
-/// The unexpired postings of one key prefix, in place order (or, without `now`, every key
-/// of the prefix).
+/// The unexpired postings of one key prefix, in place order.
 struct Cursor<'s> {
     it: StoreIter<'s>,
     prefix: Vec<u8>,
-    now: Option<i64>,
+    now: i64,
 }
 
 impl<'s> Cursor<'s> {
-    fn open(store: &'s Store, snap: &'s Snapshot<'s>, prefix: Vec<u8>, now: Option<i64>) -> Result<Cursor<'s>> {
-        let it = store.prefix_iter(snap, Cf::Index, &prefix, &prefix);
-        let mut c = Cursor { it, prefix, now };
-        c.skip_expired()?;
-        Ok(c)
+    /// A cursor on each of `prefixes`, opened at once (one round trip on a networked store).
+    fn open_all(store: &'s Store, snap: &'s Snapshot<'s>, prefixes: Vec<Vec<u8>>, now: i64) -> Result<Vec<Cursor<'s>>> {
+        let its = store.prefix_iters(snap, Cf::Index, &prefixes);
+        its.into_iter()
+            .zip(prefixes)
+            .map(|(it, prefix)| {
+                let mut c = Cursor { it, prefix, now };
+                c.skip_expired()?;
+                Ok(c)
+            })
+            .collect()
     }
 
     fn place(&self) -> Option<&[u8]> {
@@ -39,9 +48,8 @@ impl<'s> Cursor<'s> {
     }
 
     fn skip_expired(&mut self) -> Result<()> {
-        let Some(now) = self.now else { return self.it.status() };
         while let Some(v) = self.it.value() {
-            if !index::posting_expired(v, now)? {
+            if !index::posting_expired(v, self.now)? {
                 return Ok(());
             }
             self.it.next();
@@ -76,43 +84,91 @@ impl<'s> Cursor<'s> {
 enum Stream<'s> {
     /// An ASCII token: its word postings.
     Word(Cursor<'s>),
-    /// A non-ASCII token: its word postings, and the places holding every non-ASCII char of
-    /// the token whose text contains it.
+    /// A non-ASCII token: its word postings, and the places holding every char pair of the
+    /// token (or every char) whose text contains it.
     NonAscii(Box<NonAscii<'s>>),
 }
 
 struct NonAscii<'s> {
-    /// The texts of the places holding every char, visited in place order like the
-    /// postings: a cursor reaches them more cheaply than point lookups.
-    haystacks: Cursor<'s>,
+    store: &'s Store,
+    snap: &'s Snapshot<'s>,
+    ns_prefix: &'s [u8],
     token: String,
     word: Cursor<'s>,
-    /// One cursor per distinct non-ASCII char of the token.
-    chars: Vec<Cursor<'s>>,
-    /// A one-char token is held by exactly the places holding its char: no text to check.
+    /// One cursor per distinct char pair of the token (or per distinct non-ASCII char).
+    lists: Vec<Cursor<'s>>,
+    /// A token of one char is held by exactly the places holding its char, one of two chars
+    /// by those holding its pair: no text to check.
     check: bool,
+    /// Places of all `lists` whose text holds the token, ascending, all before the places of
+    /// `lists`: their texts are read in batches (one round trip each on a networked store).
+    found: VecDeque<Vec<u8>>,
+    /// Candidates whose texts the next batch reads: doubling, since a query often needs only
+    /// the first few matches.
+    batch: usize,
     current: Option<Vec<u8>>,
 }
 
+/// The first and the largest batch of texts read at once to check candidates.
+const FIRST_CHECK_BATCH: usize = 16;
+const LAST_CHECK_BATCH: usize = 1_024;
+
+/// What one query token reads: its word postings, and for a non-ASCII token the postings of
+/// each of its char pairs (or chars).
+struct Plan {
+    token: String,
+    lists: Vec<Vec<u8>>,
+    check: bool,
+}
+
+impl Plan {
+    fn of(ns_prefix: &[u8], token: &str, pairs: bool) -> Plan {
+        let mut lists = vec![index::word_prefix(ns_prefix, token)];
+        let mut check = false;
+        if !token.is_ascii() {
+            let len = token.chars().count();
+            // Every pair of a token of two chars or more is indexable (`index::may_be_in_a_token`
+            // holds for each of its chars); the check keeps a token without any on its chars.
+            let token_pairs = if pairs && len > 1 { index::char_pairs(token) } else { Vec::new() };
+            let by_pairs = !token_pairs.is_empty();
+            if by_pairs {
+                lists.extend(token_pairs.into_iter().map(|p| index::pair_prefix(ns_prefix, p)));
+            } else {
+                let mut distinct: Vec<char> = token.chars().filter(|c| !c.is_ascii()).collect();
+                distinct.sort_unstable();
+                distinct.dedup();
+                lists.extend(distinct.into_iter().map(|c| index::char_prefix(ns_prefix, c)));
+            }
+            check = len > if by_pairs { 2 } else { 1 };
+        }
+        Plan { token: token.to_string(), lists, check }
+    }
+}
+
 impl<'s> Stream<'s> {
-    fn open(store: &'s Store, snap: &'s Snapshot<'s>, ns_prefix: &'s [u8], token: &str, now: i64) -> Result<Self> {
-        let word = Cursor::open(store, snap, index::word_prefix(ns_prefix, token), Some(now))?;
-        if token.is_ascii() {
+    /// The stream of `plan`, over its cursors (the word's first).
+    fn new(
+        store: &'s Store,
+        snap: &'s Snapshot<'s>,
+        ns_prefix: &'s [u8],
+        plan: Plan,
+        mut cursors: Vec<Cursor<'s>>,
+    ) -> Result<Self> {
+        let lists = cursors.split_off(1);
+        let word = cursors.pop().expect("a word cursor");
+        if lists.is_empty() {
             return Ok(Stream::Word(word));
         }
-        let mut distinct: Vec<char> = token.chars().filter(|c| !c.is_ascii()).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let chars = distinct
-            .iter()
-            .map(|&c| Cursor::open(store, snap, index::char_prefix(ns_prefix, c), Some(now)))
-            .collect::<Result<_>>()?;
         let mut s = NonAscii {
-            haystacks: Cursor::open(store, snap, index::haystack_key(ns_prefix, &[]), None)?,
-            token: token.to_string(),
+            store,
+            snap,
+            ns_prefix,
+            token: plan.token,
             word,
-            chars,
-            check: token.chars().count() > 1,
+            lists,
+            check: plan.check,
+            found: VecDeque::new(),
+            batch: FIRST_CHECK_BATCH,
             current: None,
         };
         s.settle()?;
@@ -142,20 +198,20 @@ impl<'s> Stream<'s> {
 }
 
 impl NonAscii<'_> {
-    /// Bring the char cursors to their next common place, if any: leapfrog, led by the
+    /// Bring the list cursors to their next common place, if any: leapfrog, led by the
     /// cursor that last jumped past the others (moved to the front: the sparser lists
     /// end up leading, so dense ones are only sought to their places).
-    fn align_chars(&mut self) -> Result<Option<Vec<u8>>> {
+    fn align(&mut self) -> Result<Option<Vec<u8>>> {
         'round: loop {
-            let Some(lead) = self.chars[0].place() else { return Ok(None) };
+            let Some(lead) = self.lists[0].place() else { return Ok(None) };
             let target = lead.to_vec();
-            for i in 1..self.chars.len() {
-                self.chars[i].seek(&target)?;
-                match self.chars[i].place() {
+            for i in 1..self.lists.len() {
+                self.lists[i].seek(&target)?;
+                match self.lists[i].place() {
                     None => return Ok(None),
                     Some(p) if p == &target[..] => {}
                     Some(_) => {
-                        self.chars.swap(0, i);
+                        self.lists.swap(0, i);
                         continue 'round;
                     }
                 }
@@ -164,35 +220,46 @@ impl NonAscii<'_> {
         }
     }
 
-    fn contains_token(&mut self, place: &[u8]) -> Result<bool> {
-        self.haystacks.seek(place)?;
-        if self.haystacks.place() != Some(place) {
-            return Err(Error::corruption("an ADK index char posting has no text"));
+    /// Refill `found` from the lists, if it is empty and they have places left.
+    fn fill(&mut self) -> Result<()> {
+        while self.found.is_empty() {
+            let want = if self.check { self.batch } else { 1 };
+            let mut candidates = Vec::with_capacity(want);
+            while candidates.len() < want {
+                let Some(place) = self.align()? else { break };
+                self.lists[0].next()?;
+                candidates.push(place);
+            }
+            if candidates.is_empty() {
+                return Ok(());
+            }
+            if !self.check {
+                self.found.extend(candidates);
+                continue;
+            }
+            self.batch = (self.batch * 2).min(LAST_CHECK_BATCH);
+            let keys: Vec<Vec<u8>> = candidates.iter().map(|p| index::haystack_key(self.ns_prefix, p)).collect();
+            let texts = self.store.multi_get_cf(self.snap, Cf::Index, &keys)?;
+            for (place, text) in candidates.into_iter().zip(texts) {
+                let text = text.ok_or_else(|| Error::corruption("an ADK index char posting has no text"))?;
+                if memchr::memmem::find(&text, self.token.as_bytes()).is_some() {
+                    self.found.push_back(place);
+                }
+            }
         }
-        let hay = self.haystacks.it.value().expect("positioned on a key");
-        Ok(memchr::memmem::find(hay, self.token.as_bytes()).is_some())
+        Ok(())
     }
 
-    /// Set `current` to the smaller of the word cursor's place and the next char place whose
-    /// text holds the token (checked only when it is the smaller).
+    /// Set `current` to the smaller of the word cursor's place and the next found place.
     fn settle(&mut self) -> Result<()> {
-        loop {
-            let candidate = self.align_chars()?;
-            let word = self.word.place();
-            self.current = match (word, candidate) {
-                (None, None) => None,
-                (Some(w), None) => Some(w.to_vec()),
-                (Some(w), Some(c)) if w <= &c[..] => Some(w.to_vec()),
-                (_, Some(c)) => {
-                    if self.check && !self.contains_token(&c)? {
-                        self.chars[0].next()?;
-                        continue;
-                    }
-                    Some(c)
-                }
-            };
-            return Ok(());
-        }
+        self.fill()?;
+        self.current = match (self.word.place(), self.found.front()) {
+            (None, None) => None,
+            (Some(w), None) => Some(w.to_vec()),
+            (Some(w), Some(c)) if w <= &c[..] => Some(w.to_vec()),
+            (_, Some(c)) => Some(c.clone()),
+        };
+        Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
@@ -200,8 +267,8 @@ impl NonAscii<'_> {
         if self.word.place() == Some(&cur[..]) {
             self.word.next()?;
         }
-        if self.chars[0].place() == Some(&cur[..]) {
-            self.chars[0].next()?;
+        if self.found.front() == Some(&cur) {
+            self.found.pop_front();
         }
         self.settle()
     }
@@ -211,25 +278,36 @@ impl NonAscii<'_> {
             return Ok(());
         }
         self.word.seek(target)?;
-        for c in &mut self.chars {
-            c.seek(target)?;
+        while self.found.front().is_some_and(|p| &p[..] < target) {
+            self.found.pop_front();
+        }
+        if self.found.is_empty() {
+            for c in &mut self.lists {
+                c.seek(target)?;
+            }
         }
         self.settle()
     }
 }
 
 /// ADK's ranking of `query` at `now`: entries scoring above zero, by descending score, ties
-/// in place order, at most `MAX_RESULTS`.
+/// in place order, at most `MAX_RESULTS`. `pairs`: the index has `PAIR` postings.
 pub(crate) fn search(
     store: &Store,
     snap: &Snapshot<'_>,
     ns_prefix: &[u8],
     query: &str,
     now: i64,
+    pairs: bool,
 ) -> Result<Vec<Entry>> {
-    let tokens = tokenizer::words_lower(query);
-    let mut streams =
-        tokens.iter().map(|t| Stream::open(store, snap, ns_prefix, t, now)).collect::<Result<Vec<_>>>()?;
+    let plans: Vec<Plan> = tokenizer::words_lower(query).iter().map(|t| Plan::of(ns_prefix, t, pairs)).collect();
+    let mut cursors =
+        Cursor::open_all(store, snap, plans.iter().flat_map(|p| p.lists.iter().cloned()).collect(), now)?.into_iter();
+    let mut streams = Vec::with_capacity(plans.len());
+    for plan in plans {
+        let mine: Vec<Cursor<'_>> = cursors.by_ref().take(plan.lists.len()).collect();
+        streams.push(Stream::new(store, snap, ns_prefix, plan, mine)?);
+    }
     // (score, place), by score descending then place; places arrive in increasing order.
     let mut top: Vec<(usize, Vec<u8>)> = Vec::with_capacity(MAX_RESULTS + 1);
     let mut order: Vec<usize> = (0..streams.len()).collect();

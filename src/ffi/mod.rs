@@ -404,7 +404,9 @@ fn parse_open_options(json: &str, flags: u32) -> Result<OpenOptions> {
 /// A store written by a build before persisted indexes (format 1) gets its indexes at its
 /// first read-write open, which then takes time in proportion to its records (once;
 /// `mnem_stats` reports `opened_format` 1 and `indexes_built`). A format-2 store opens as it
-/// is; its first read-write open records format 3.
+/// is, and so does a format-3 one; the first read-write open of either adds the char pairs
+/// of its `mnem_search` index (time in proportion to its non-ASCII texts, once) and records
+/// format 4.
 #[no_mangle]
 pub extern "C" fn mnem_open(
     path: mnem_str,

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::keys::{self, index_tag};
 use crate::record::Episode;
 use crate::store::Batch;
-use crate::store::{Cf, Snapshot, Store};
+use crate::store::{Cf, Snapshot, Store, StoreIter};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use uuid::Uuid;
 
@@ -344,18 +344,27 @@ pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], batch: &mut Batch
 
 /// Up to `limit` documents that expired at or before `now`: `(id, EXPIRING value)`.
 fn expired(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], now: i64, limit: usize) -> Result<Vec<(Uuid, Vec<u8>)>> {
+    let from = keys::index_key(prefix, EXPIRING, &[]);
+    expired_in(store.prefix_iter(snap, Cf::Index, &from, &from), from.len(), now, limit)
+}
+
+/// `expired`, read from `it`, a cursor at the start of the `EXPIRING` keys (`skip`: their
+/// prefix length).
+fn expired_in(mut it: StoreIter<'_>, skip: usize, now: i64, limit: usize) -> Result<Vec<(Uuid, Vec<u8>)>> {
     let bound = expiry_sortable(now);
     let mut out = Vec::new();
-    store.scan_prefix(snap, Cf::Index, &keys::index_key(prefix, EXPIRING, &[]), |k, v| {
+    while let (Some(k), Some(v)) = (it.key(), it.value()) {
+        let k = &k[skip..];
         if k.len() != 24 {
             return Err(Error::corruption("a keyword index expiry key is malformed"));
         }
         if out.len() == limit || k[..8] > bound[..] {
-            return Ok(false);
+            return Ok(out);
         }
         out.push((Uuid::from_bytes(k[8..].try_into().expect("16 bytes")), v.to_vec()));
-        Ok(true)
-    })?;
+        it.next();
+    }
+    it.status()?;
     Ok(out)
 }
 
@@ -371,13 +380,27 @@ pub(crate) fn rank(
     now: i64,
     limit: usize,
 ) -> Result<Vec<(f64, Uuid)>> {
+    // The filter's counter, the expiring documents and every term's postings: one batched
+    // read where the store is remote (no counter key is a prefix of another, so the counter's
+    // "list" is the key alone).
+    let counter = keys::index_key(prefix, STATS, &stats_for(&filter));
+    let expiring = keys::index_key(prefix, EXPIRING, &[]);
+    let term_prefixes: Vec<Vec<u8>> = terms.iter().map(|t| term_prefix(prefix, t)).collect();
+    let mut lists = store
+        .prefix_iters(snap, Cf::Index, &[&[counter.clone(), expiring.clone()][..], &term_prefixes].concat())
+        .into_iter();
+    let counter_it = lists.next().expect("one cursor per prefix");
+    let expiring_it = lists.next().expect("one cursor per prefix");
     // Corpus statistics: the counters, less the expired documents still indexed.
-    let (mut n, mut total) =
-        match store.get_cf(snap, Cf::Index, &keys::index_key(prefix, STATS, &stats_for(&filter)))? {
-            Some(v) => decode_counter(&v)?,
-            None => (0, 0),
-        };
-    for (_, v) in expired(store, snap, prefix, now, usize::MAX)? {
+    let (mut n, mut total) = match (counter_it.key(), counter_it.value()) {
+        (Some(k), Some(v)) if k == counter.as_slice() => decode_counter(v)?,
+        (Some(_), _) => return Err(Error::corruption("a keyword index counter key is malformed")),
+        _ => {
+            counter_it.status()?;
+            (0, 0)
+        }
+    };
+    for (_, v) in expired_in(expiring_it, expiring.len(), now, usize::MAX)? {
         let mut r = Reader::new(&v, VALUE);
         let dl = r.u64()?;
         let (episode_type, tags) = decode_filter_fields(&mut r)?;
@@ -395,9 +418,7 @@ pub(crate) fn rank(
     let mut matched: Vec<(Uuid, u64)> = Vec::new();
     let mut tf: Vec<u32> = Vec::new();
     let mut df = vec![0u64; nterms];
-    for (ti, term) in terms.iter().enumerate() {
-        let tp = term_prefix(prefix, term);
-        let mut it = store.prefix_iter(snap, Cf::Index, &tp, &tp);
+    for (ti, (tp, mut it)) in term_prefixes.iter().zip(lists).enumerate() {
         while it.valid() {
             let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
             let id = k

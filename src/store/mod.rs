@@ -28,13 +28,14 @@ use uuid::Uuid;
 
 /// The on-disk format this build writes; stores with a larger number are refused. docs/FORMAT.md
 /// describes the format and when this number must change; tests/format.rs pins it.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format this build opens; older stores gain their indexes once, at the first
 /// read-write open (`Mnem::open`).
 pub const OLDEST_FORMAT: u32 = 1;
 /// The first format with persisted indexes: a store of this format or later opens
 /// read-only as it is (format 3 only adds the journal of postings written behind, which a
-/// format-2 store has empty).
+/// format-2 store has empty; format 4 the ADK index's char pairs, without which a search
+/// finds non-ASCII tokens by their chars).
 pub const FIRST_INDEXED_FORMAT: u32 = 2;
 /// The path that opens a store living only in this process.
 pub const MEMORY_PATH: &str = ":memory:";
@@ -313,6 +314,18 @@ pub(crate) trait View {
     }
     /// The keys of `cf` that start with `prefix`, in key order (positioned by `seek`).
     fn cursor(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_>;
+    /// A cursor for each of `prefixes`, positioned at its first key: one round trip where the
+    /// backend is remote (a search opens all its posting lists at once).
+    fn cursors(&self, cf: Cf, prefixes: &[Vec<u8>]) -> Vec<Box<dyn Cursor + '_>> {
+        prefixes
+            .iter()
+            .map(|p| {
+                let mut c = self.cursor(cf, p);
+                c.seek(p);
+                c
+            })
+            .collect()
+    }
 }
 
 /// A position among a cursor's keys.
@@ -526,6 +539,17 @@ impl Store {
         let mut it = StoreIter { cursor: snap.view.cursor(cf, prefix) };
         it.seek(start);
         it
+    }
+
+    /// An iterator over the keys of `cf` that start with each of `prefixes`, each positioned
+    /// at its first key (`View::cursors`).
+    pub(crate) fn prefix_iters<'s>(
+        &'s self,
+        snap: &'s Snapshot<'s>,
+        cf: Cf,
+        prefixes: &[Vec<u8>],
+    ) -> Vec<StoreIter<'s>> {
+        snap.view.cursors(cf, prefixes).into_iter().map(|cursor| StoreIter { cursor }).collect()
     }
 
     /// Call `f(suffix, value)` for each key of `cf` that starts with `prefix` (`suffix`: the

@@ -572,11 +572,72 @@ impl View for PgView<'_> {
             prefix: prefix.to_vec(),
             upper: keys::prefix_successor(prefix),
             rows: Vec::new(),
+            from: None,
             at: 0,
             more: false,
             page: FIRST_PAGE,
             error: None,
         })
+    }
+
+    /// The first page of every prefix in one statement, when they are all of one namespace
+    /// (a search's posting lists): a lateral join, one index range scan per prefix.
+    fn cursors(&self, cf: Cf, prefixes: &[Vec<u8>]) -> Vec<Box<dyn Cursor + '_>> {
+        let ns = prefixes.first().map_or(&[][..], |p| ns_of(cf, p));
+        let uppers: Option<Vec<Vec<u8>>> = prefixes.iter().map(|p| keys::prefix_successor(p)).collect();
+        let (Some(uppers), false) = (uppers, ns.is_empty()) else {
+            return prefixes.iter().map(|p| self.opened(cf, p)).collect();
+        };
+        if prefixes.len() < 2 || prefixes.iter().any(|p| ns_of(cf, p) != ns) {
+            return prefixes.iter().map(|p| self.opened(cf, p)).collect();
+        }
+        let t = self.backend.t(cf);
+        let sql = format!(
+            "SELECT p.i, k.key, k.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS p(lo, hi, i) \
+             CROSS JOIN LATERAL (SELECT key, value FROM {t} WHERE ns = $1 AND key >= p.lo AND key < p.hi \
+             ORDER BY key LIMIT $4) k ORDER BY p.i, k.key"
+        );
+        let lo: Vec<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
+        let hi: Vec<&[u8]> = uppers.iter().map(Vec::as_slice).collect();
+        let mut pages: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); prefixes.len()];
+        let read = self.with(|c| {
+            let rows = c
+                .query_typed(&sql, &[(&ns, BYTEA), (&lo, BYTEA_ARRAY), (&hi, BYTEA_ARRAY), (&FIRST_PAGE, INT8)])
+                .map_err(pg_error)?;
+            for r in rows {
+                let i: i64 = r.get(0);
+                pages[(i - 1) as usize].push((r.get(1), r.get(2)));
+            }
+            Ok(())
+        });
+        prefixes
+            .iter()
+            .zip(uppers)
+            .zip(pages)
+            .map(|((prefix, upper), rows)| {
+                let error = read.as_ref().err().map(|e| Error::new(e.status, e.message.clone()));
+                Box::new(PgCursor {
+                    view: self,
+                    cf,
+                    prefix: prefix.clone(),
+                    upper: Some(upper),
+                    more: rows.len() as i64 == FIRST_PAGE,
+                    rows,
+                    from: Some(prefix.clone()),
+                    at: 0,
+                    page: (FIRST_PAGE * 2).min(LAST_PAGE),
+                    error,
+                }) as Box<dyn Cursor + '_>
+            })
+            .collect()
+    }
+}
+
+impl PgView<'_> {
+    fn opened(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_> {
+        let mut c = self.cursor(cf, prefix);
+        c.seek(prefix);
+        c
     }
 }
 
@@ -586,6 +647,9 @@ struct PgCursor<'v> {
     prefix: Vec<u8>,
     upper: Option<Vec<u8>>,
     rows: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Where the page held starts: it holds every key from there to its last (or, when not
+    /// `more`, to the prefix's end).
+    from: Option<Vec<u8>>,
     at: usize,
     /// The last page was full: rows may follow it.
     more: bool,
@@ -595,6 +659,7 @@ struct PgCursor<'v> {
 
 impl PgCursor<'_> {
     fn fetch(&mut self, start: &[u8]) {
+        self.from = Some(start.to_vec());
         match self.view.page(self.cf, start, self.upper.as_deref(), self.page) {
             Ok(rows) => {
                 self.more = rows.len() as i64 == self.page;
@@ -615,9 +680,10 @@ impl Cursor for PgCursor<'_> {
     fn seek(&mut self, target: &[u8]) {
         let start = if target < self.prefix.as_slice() { self.prefix.clone() } else { target.to_vec() };
         // A seek within the page held (posting lists skip forward) costs no round trip.
-        if let (Some(first), Some(last)) = (self.rows.get(self.at), self.rows.last()) {
-            if first.0.as_slice() <= start.as_slice() && (start.as_slice() <= last.0.as_slice() || !self.more) {
-                self.at += self.rows[self.at..].partition_point(|(k, _)| k.as_slice() < start.as_slice());
+        if let Some(from) = &self.from {
+            let within = self.rows.last().is_some_and(|last| start.as_slice() <= last.0.as_slice()) || !self.more;
+            if from.as_slice() <= start.as_slice() && within && self.error.is_none() {
+                self.at = self.rows.partition_point(|(k, _)| k.as_slice() < start.as_slice());
                 return;
             }
         }
