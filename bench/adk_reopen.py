@@ -1,0 +1,82 @@
+"""mnem_search on a RocksDB store after it is closed and reopened, and the ingest before it.
+
+    /var/cache/mnem/venv/bin/python bench/corpus.py 100000 > /tmp/pgbench-corpus.jsonl
+    . scripts/env && cargo build --release --lib
+    /var/cache/mnem/venv/bin/python bench/adk_reopen.py --corpus /tmp/pgbench-corpus.jsonl --n 100000
+
+Through the C ABI (the Python binding over ctypes), as `bench/postgres.py` drives it, with
+the same events and queries: the first N corpus events written in calls of one corpus session
+each (JSON encoded before the clock starts), the store closed and reopened, then the 60
+queries (1-3 words sampled from the stored texts) `--passes` times. `MNEM_LIB` picks the
+build, so two builds alternate on one machine. Prints one JSON line: ingest events/s, then
+per pass the p50 of all queries, of the ASCII-only ones, of the others, and the slowest.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bindings" / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("MNEM_LIB", os.path.join(os.environ.get("CARGO_TARGET_DIR", "/var/cache/mnem/target"),
+                                               "release", "libmnem.so"))
+
+import mnem  # noqa: E402
+from postgres import APP, load, queries  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--passes", type=int, default=4)
+    a = ap.parse_args()
+    sessions = load(a.corpus, a.n)
+    qs = queries(sessions, a.queries)
+    bodies = [(sid, "\n".join(json.dumps(e) for e in evs)) for sid, evs in sessions]
+    events = sum(len(evs) for _, evs in sessions)
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "store")
+        store = mnem.Store(path, create=True)
+        t = time.perf_counter()
+        for sid, body in bodies:
+            store.add_events(APP, "user", sid, body)
+        ingest = events / (time.perf_counter() - t)
+        store.close()
+        store = mnem.Store(path)
+        passes = []
+        for _ in range(a.passes):
+            lat = []
+            for q in qs:
+                t = time.perf_counter()
+                store.search_raw(APP, "user", q)
+                lat.append(time.perf_counter() - t)
+            passes.append(lat)
+        store.close()
+    finally:
+        shutil.rmtree(d)
+
+    def ms(xs):
+        return round(statistics.median(xs) * 1e3, 3) if xs else None
+
+    out = {"events": events, "ingest_events_per_s": round(ingest), "passes": []}
+    for lat in passes:
+        out["passes"].append({
+            "p50_ms": ms(lat),
+            "p50_ascii_ms": ms([x for q, x in zip(qs, lat) if q.isascii()]),
+            "p50_non_ascii_ms": ms([x for q, x in zip(qs, lat) if not q.isascii()]),
+            "max_ms": round(max(lat) * 1e3, 2),
+        })
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
