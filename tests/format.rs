@@ -837,6 +837,9 @@ const MULTILINGUAL_QUERIES: &[&str] = &[
     "ü",
     "ьн",
     "xyzé",
+    "東京タワーの近くでランチ",
+    "タワーの近くで",
+    "タワーの近くでディナー",
 ];
 
 /// `mnem_search`'s answer to each multilingual query in each fixture namespace.

@@ -3,8 +3,8 @@
 //! ADK scores an event by the number of distinct query tokens it matches: an ASCII token
 //! matches a searchable word, a non-ASCII token a searchable word or a substring of the
 //! event's lowercased NFC text. The places whose text may hold a non-ASCII token are those
-//! holding each of its char pairs (a token of one char: its char); a token of three chars or
-//! more is then looked for in their texts. (An index written before pairs were indexed is
+//! holding each of its char pairs (at most `MAX_PAIR_LISTS` of them; a token of one char:
+//! its char); a token of three chars or more is then looked for in their texts. (An index written before pairs were indexed is
 //! searched by the token's chars instead, every candidate's text checked.) The top `MAX_RESULTS` by score, ties in place order, are
 //! found document-at-a-time over each token's stream of matching places in place order,
 //! skipping with WAND: once the results are full with a lowest score `s`, only a place in at
@@ -109,6 +109,10 @@ struct NonAscii<'s> {
     current: Option<Vec<u8>>,
 }
 
+/// The most pair lists a token reads; a token with more pairs is checked in its candidates'
+/// texts (it has more than two chars).
+const MAX_PAIR_LISTS: usize = 4;
+
 /// The first and the largest batch of texts read at once to check candidates.
 const FIRST_CHECK_BATCH: usize = 16;
 const LAST_CHECK_BATCH: usize = 1_024;
@@ -129,7 +133,14 @@ impl Plan {
             let len = token.chars().count();
             // Every pair of a token of two chars or more is indexable (`index::may_be_in_a_token`
             // holds for each of its chars); the check keeps a token without any on its chars.
-            let token_pairs = if pairs && len > 1 { index::char_pairs(token) } else { Vec::new() };
+            let mut token_pairs = if pairs && len > 1 { index::char_pairs(token) } else { Vec::new() };
+            if token_pairs.len() > MAX_PAIR_LISTS {
+                // A long token (a run of CJK text) has dozens of pairs; a few of them, spread
+                // over its sorted pairs, already leave few candidates, and each list read
+                // costs (on a networked store, a page of rows before the first candidate).
+                let n = token_pairs.len();
+                token_pairs = (0..MAX_PAIR_LISTS).map(|i| token_pairs[i * (n - 1) / (MAX_PAIR_LISTS - 1)]).collect();
+            }
             let by_pairs = !token_pairs.is_empty();
             if by_pairs {
                 lists.extend(token_pairs.into_iter().map(|p| index::pair_prefix(ns_prefix, p)));
