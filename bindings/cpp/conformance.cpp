@@ -3,12 +3,14 @@
 // (JSON text in and out, parsed with nlohmann/json), errors as mnem::Error. For searches whose
 // query converts to the typed query structs, the typed call runs too and must agree with the
 // raw output (ids, scores, order), which checks the wrapper's parsing. The corpus's embedders are
-// lambdas (set_embedder) and an Embedder (hybrid_search_text). Usage: conformance CASES_DIR.
+// lambdas (set_embedder) and an Embedder (hybrid_search_text). Usage: conformance CASES_DIR
+// [postgresql] (the second on the server MNEM_TEST_PG_URI names).
 #include <mnem.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -93,7 +95,9 @@ struct Outcome {
 
 class Replay {
  public:
-  explicit Replay(fs::path tmp) : tmp_(std::move(tmp)) {}
+  // `pg_schema`: replay on the PostgreSQL server MNEM_TEST_PG_URI, every store the case names a
+  // schema of its own starting with this stem (":memory:" a new one at each open).
+  Replay(fs::path tmp, std::string pg_schema) : tmp_(std::move(tmp)), pg_schema_(std::move(pg_schema)) {}
 
   void step(const json& st) {
     const std::string call = st.at("call").get<std::string>();
@@ -338,7 +342,20 @@ class Replay {
     });
   }
 
-  std::string path(const std::string& p) const { return p.empty() || p == ":memory:" ? p : (tmp_ / p).string(); }
+  std::string path(const std::string& p) {
+    if (!pg_schema_.empty() && !p.empty()) {
+      std::string name;
+      if (p == ":memory:") {
+        name = "m" + std::to_string(++opens_);
+      } else {
+        for (unsigned char c : p)
+          name += (c < 128 && std::isalnum(c)) ? static_cast<char>(std::tolower(c)) : '_';
+      }
+      const std::string server = std::getenv("MNEM_TEST_PG_URI");
+      return server + (server.find('?') == std::string::npos ? "?" : "&") + "schema=" + pg_schema_ + "_" + name;
+    }
+    return p.empty() || p == ":memory:" ? p : (tmp_ / p).string();
+  }
 
   static std::string text(const json& a, const char* key) {
     if (!a.contains(key) || a[key].is_null()) return "";
@@ -454,18 +471,26 @@ class Replay {
   }
 
   fs::path tmp_;
+  std::string pg_schema_;
+  int opens_ = 0;
   std::map<std::string, std::unique_ptr<mnem::Store>> stores_;
   std::map<std::string, std::string> vars_;
   json texts_ = json::array();  // what the embedders were asked since the last embedder_texts
 };
 
 // Returns the number of steps, or -1 after printing the failure.
-int run_case(const fs::path& file, const fs::path& tmp_root) {
+int run_case(const fs::path& file, const fs::path& tmp_root, bool pg) {
   std::ifstream in(file);
   json doc = json::parse(in);
   fs::path tmp = tmp_root / file.stem();
   fs::create_directories(tmp);
-  Replay r(tmp);
+  std::string schema;
+  if (pg) {
+    schema = "cpp" + std::to_string(::getpid()) + "_" + file.stem().string();
+    for (char& c : schema)
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  Replay r(tmp, schema);
   int n = 0;
   try {
     if (!doc.contains("open")) r.run("open", {{"path", ":memory:"}, {"flags", {"create"}}});
@@ -483,19 +508,35 @@ int run_case(const fs::path& file, const fs::path& tmp_root) {
 
 }  // namespace
 
+// Cases about what only a store directory has (tests/conformance.rs says which and why): not
+// replayed on PostgreSQL.
+const char* const kDirectoryCases[] = {"open_busy_and_reopen", "open_errors", "check_backup_compact", "view",
+                                       "open_stats"};
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: " << argv[0] << " CASES_DIR\n";
+  // `postgresql`: replay on the server MNEM_TEST_PG_URI names, every case but the directory ones.
+  const bool pg = argc == 3 && std::string(argv[2]) == "postgresql";
+  if (argc != 2 && !pg) {
+    std::cerr << "usage: " << argv[0] << " CASES_DIR [postgresql]\n";
+    return 2;
+  }
+  if (pg && (!std::getenv("MNEM_TEST_PG_URI") || !*std::getenv("MNEM_TEST_PG_URI"))) {
+    std::cerr << argv[0] << ": postgresql needs MNEM_TEST_PG_URI\n";
     return 2;
   }
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(argv[1]))
-    if (e.path().extension() == ".json") files.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(argv[1])) {
+    if (e.path().extension() != ".json") continue;
+    if (pg && std::find(std::begin(kDirectoryCases), std::end(kDirectoryCases), e.path().stem().string()) !=
+                  std::end(kDirectoryCases))
+      continue;
+    files.push_back(e.path());
+  }
   std::sort(files.begin(), files.end());
   fs::path tmp = fs::temp_directory_path() / ("mnem-conformance-cpp-" + std::to_string(::getpid()));
   int failed = 0, steps = 0;
   for (const auto& f : files) {
-    int n = run_case(f, tmp);
+    int n = run_case(f, tmp, pg);
     if (n < 0) ++failed;
     else steps += n;
   }

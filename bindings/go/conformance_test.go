@@ -47,6 +47,44 @@ type replay struct {
 	stores map[string]*mnem.Store
 	vars   map[string]string
 	texts  []any // what the embedders were asked since the last embedder_texts
+	// Replaying on the PostgreSQL server MNEM_TEST_PG_URI: every store the case names is a
+	// schema of its own starting with pgSchema (":memory:", a new one at each open).
+	pgSchema string
+	opens    int
+}
+
+// directoryCases are about what only a store directory has (tests/conformance.rs says which
+// and why): not replayed on PostgreSQL.
+var directoryCases = map[string]bool{"open_busy_and_reopen": true, "open_errors": true,
+	"check_backup_compact": true, "view": true, "open_stats": true}
+
+// storePath is where the case's store `path` lives: in the case's directory, or a schema.
+func (r *replay) storePath(path string) string {
+	if r.pgSchema != "" && path != "" {
+		name := ""
+		if path == ":memory:" {
+			r.opens++
+			name = fmt.Sprintf("m%d", r.opens)
+		} else {
+			for _, c := range path {
+				if c < 128 && (unicode.IsLetter(c) || unicode.IsDigit(c)) {
+					name += strings.ToLower(string(c))
+				} else {
+					name += "_"
+				}
+			}
+		}
+		server := os.Getenv("MNEM_TEST_PG_URI")
+		sep := "?"
+		if strings.Contains(server, "?") {
+			sep = "&"
+		}
+		return server + sep + "schema=" + r.pgSchema + "_" + name
+	}
+	if path != "" && path != ":memory:" {
+		return filepath.Join(r.tmp, path)
+	}
+	return path
 }
 
 // The corpus's embedder `words` (../../tests/conformance/README.md): a count per word group, then 1.
@@ -350,10 +388,7 @@ func (r *replay) call(name string, a map[string]any) (confOutcome, error) {
 			return confOutcome{}, errSkip // raw flag bits: Options has no field for them
 		}
 		o.RawJSON = textArg(a, "options", "")
-		path := textArg(a, "path", ":memory:")
-		if path != "" && path != ":memory:" {
-			path = filepath.Join(r.tmp, path)
-		}
+		path := r.storePath(textArg(a, "path", ":memory:"))
 		as := textArg(a, "as", "main")
 		if r.stores[as] != nil {
 			return confOutcome{}, fmt.Errorf("store %s is already open", as)
@@ -663,6 +698,19 @@ func (r *replay) step(st map[string]any) error {
 }
 
 func TestConformance(t *testing.T) {
+	replayCorpus(t, "")
+}
+
+// TestConformanceOnPostgreSQL replays the corpus on the server MNEM_TEST_PG_URI names (as
+// scripts/test sets it), every case but directoryCases: the same answers on both backends.
+func TestConformanceOnPostgreSQL(t *testing.T) {
+	if os.Getenv("MNEM_TEST_PG_URI") == "" {
+		t.Skip("MNEM_TEST_PG_URI is not set")
+	}
+	replayCorpus(t, fmt.Sprintf("go%d", os.Getpid()))
+}
+
+func replayCorpus(t *testing.T, pgSchema string) {
 	// The corpus lives in the repository; a copy of the module elsewhere names it.
 	dir := os.Getenv("MNEM_CONFORMANCE_CASES")
 	if dir == "" {
@@ -674,7 +722,11 @@ func TestConformance(t *testing.T) {
 	}
 	steps, skipped := 0, 0
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
+		stem := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(stem, func(t *testing.T) {
+			if pgSchema != "" && directoryCases[stem] {
+				t.Skip("a case about store directories")
+			}
 			b, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
@@ -684,6 +736,9 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := &replay{tmp: t.TempDir(), stores: map[string]*mnem.Store{}, vars: map[string]string{}}
+			if pgSchema != "" {
+				r.pgSchema = pgSchema + "_" + stem
+			}
 			defer func() {
 				for _, s := range r.stores {
 					s.Close()

@@ -268,6 +268,10 @@ static char *lines_arg(const cJSON *args, const char *key) {
 #define MAXSTORES 8
 typedef struct {
   char tmp[512];
+  /* Replaying on PostgreSQL (MNEM_TEST_PG_URI): every store the case names is a schema of
+     its own starting with this stem (":memory:" a new one at each open); empty on disk. */
+  char pg_schema[256];
+  int opens;
   struct {
     char name[64];
     mnem_store *h;
@@ -504,7 +508,25 @@ static mnem_store **store_slot(replay *r, const char *name, bool create) {
   return NULL;
 }
 
-static char *resolve(const replay *r, const char *p) {
+static char *resolve(replay *r, const char *p) {
+  if (r->pg_schema[0] && p[0]) {
+    const char *server = getenv("MNEM_TEST_PG_URI");
+    char name[128];
+    if (strcmp(p, ":memory:") == 0) {
+      snprintf(name, sizeof name, "m%d", ++r->opens);
+    } else {
+      size_t i = 0;
+      for (; p[i] && i + 1 < sizeof name; i++) {
+        unsigned char c = (unsigned char)p[i];
+        name[i] = (c < 128 && isalnum(c)) ? (char)tolower(c) : '_';
+      }
+      name[i] = '\0';
+    }
+    size_t n = strlen(server) + strlen(r->pg_schema) + strlen(name) + 16;
+    char *out = malloc(n);
+    snprintf(out, n, "%s%cschema=%s_%s", server, strchr(server, '?') ? '&' : '?', r->pg_schema, name);
+    return out;
+  }
   if (!p[0] || strcmp(p, ":memory:") == 0) return strdup(p);
   size_t n = strlen(r->tmp) + strlen(p) + 2;
   char *out = malloc(n);
@@ -742,8 +764,20 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
   return remove(path);
 }
 
-/* Runs one case file; returns its number of steps, or -1 (message printed). */
-static int run_case(const char *dir, const char *file) {
+/* Cases about what only a store directory has (tests/conformance.rs says which and why):
+   not replayed on PostgreSQL. */
+static const char *const DIRECTORY_CASES[] = {"open_busy_and_reopen.json", "open_errors.json",
+                                              "check_backup_compact.json", "view.json", "open_stats.json"};
+
+static bool is_directory_case(const char *file) {
+  for (size_t i = 0; i < sizeof DIRECTORY_CASES / sizeof DIRECTORY_CASES[0]; i++)
+    if (strcmp(file, DIRECTORY_CASES[i]) == 0) return true;
+  return false;
+}
+
+/* Runs one case file (on PostgreSQL when `pg`); returns its number of steps, or -1 (message
+   printed). */
+static int run_case(const char *dir, const char *file, bool pg) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, file);
   char *text = read_file(path);
@@ -754,6 +788,12 @@ static int run_case(const char *dir, const char *file) {
     return -1;
   }
   replay r = {0};
+  if (pg) {
+    size_t stem = strlen(file) - 5; /* without ".json" */
+    snprintf(r.pg_schema, sizeof r.pg_schema, "c%ld_%.*s", (long)getpid(), (int)stem, file);
+    for (char *c = r.pg_schema; *c; c++)
+      if (!isalnum((unsigned char)*c)) *c = '_';
+  }
   g_texts = cJSON_CreateArray();
   snprintf(r.tmp, sizeof r.tmp, "%s/mnem-conformance-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   int steps = 0, rc = 0;
@@ -798,8 +838,15 @@ static int run_case(const char *dir, const char *file) {
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s CASES_DIR\n", argv[0]);
+  /* `postgresql`: replay on the server MNEM_TEST_PG_URI names, every case but the
+     directory ones. */
+  bool pg = argc == 3 && strcmp(argv[2], "postgresql") == 0;
+  if (argc != 2 && !pg) {
+    fprintf(stderr, "usage: %s CASES_DIR [postgresql]\n", argv[0]);
+    return 2;
+  }
+  if (pg && !(getenv("MNEM_TEST_PG_URI") && getenv("MNEM_TEST_PG_URI")[0])) {
+    fprintf(stderr, "%s: postgresql needs MNEM_TEST_PG_URI\n", argv[0]);
     return 2;
   }
   tzset();
@@ -818,7 +865,11 @@ int main(int argc, char **argv) {
   qsort(files, (size_t)nfiles, sizeof files[0], by_name);
   int failed = 0, steps = 0;
   for (int i = 0; i < nfiles; i++) {
-    int n = run_case(argv[1], files[i]);
+    if (pg && is_directory_case(files[i])) {
+      free(files[i]);
+      continue;
+    }
+    int n = run_case(argv[1], files[i], pg);
     if (n < 0) failed++;
     else steps += n;
     free(files[i]);

@@ -4,6 +4,7 @@ as MnemError subclasses mapped back to their status names, the corpus's embedder
 import ctypes
 import datetime
 import json
+import os
 import re
 import uuid
 from pathlib import Path
@@ -38,9 +39,18 @@ def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+# Cases about what only a store directory has (tests/conformance.rs says which and why): not
+# replayed on PostgreSQL.
+DIRECTORY_CASES = {"open_busy_and_reopen", "open_errors", "check_backup_compact", "view", "open_stats"}
+PG_SERVER = os.environ.get("MNEM_TEST_PG_URI")
+
+
 class Replay:
-    def __init__(self, tmp):
+    def __init__(self, tmp, pg_schema=None):
+        """`pg_schema`: replay on the PostgreSQL server MNEM_TEST_PG_URI, every store the case
+        names a schema of its own starting with this stem (`:memory:` a new one at each open)."""
         self.tmp, self.stores, self.vars, self.texts = tmp, {}, {}, []
+        self.pg_schema, self.opens = pg_schema, 0
 
     def embedder(self, kind):
         """The corpus's embedder `kind` as a Python callable (None for "none"); it records each text."""
@@ -110,6 +120,14 @@ class Replay:
         return v
 
     def path(self, p):
+        if self.pg_schema is not None and p != "":
+            if p == ":memory:":
+                self.opens += 1
+                name = f"m{self.opens}"
+            else:
+                name = "".join(c.lower() if c.isascii() and c.isalnum() else "_" for c in p)
+            sep = "&" if "?" in PG_SERVER else "?"
+            return f"{PG_SERVER}{sep}schema={self.pg_schema}_{name}"
         return p if p in ("", ":memory:") else str(self.tmp / p)
 
     def call(self, name, a):
@@ -306,10 +324,18 @@ class Replay:
             self.vars[want["capture"]] = raw.decode()
 
 
+@pytest.mark.parametrize("backend", ["rocksdb", "postgresql"])
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_case(path, tmp_path):
+def test_case(path, backend, tmp_path):
+    pg_schema = None
+    if backend == "postgresql":
+        if not PG_SERVER:
+            pytest.skip("MNEM_TEST_PG_URI is not set")
+        if path.stem in DIRECTORY_CASES:
+            pytest.skip("a case about store directories")
+        pg_schema = f"py{os.getpid()}_{path.stem}"
     doc = json.loads(path.read_text())
-    r = Replay(tmp_path)
+    r = Replay(tmp_path, pg_schema)
     skipped = 0
     try:
         if "open" not in doc:
