@@ -8,8 +8,12 @@ Through the C ABI (the Python binding over ctypes), as `bench/postgres.py` drive
 the same events and queries: the first N corpus events written in calls of one corpus session
 each (JSON encoded before the clock starts), the store closed and reopened, then the 60
 queries (1-3 words sampled from the stored texts) `--passes` times. `MNEM_LIB` picks the
-build, so two builds alternate on one machine. Prints one JSON line: ingest events/s, then
-per pass the p50 of all queries, of the ASCII-only ones, of the others, and the slowest.
+build, so two builds alternate on one machine. With `--peer`, google-adk's own
+`SqliteMemoryService` (a database file, FTS5) ingests the same events in the same calls,
+as `Event` objects built before its clock starts, and answers the same queries once after
+it is reopened. Prints one JSON line: ingest events/s, then per pass the p50 of all queries,
+of the ASCII-only ones, of the others, and the slowest; then the peer's figures and the
+ratios.
 """
 import argparse
 import json
@@ -37,6 +41,7 @@ def main():
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--passes", type=int, default=4)
+    ap.add_argument("--peer", action="store_true", help="also google-adk's SqliteMemoryService")
     a = ap.parse_args()
     sessions = load(a.corpus, a.n)
     qs = queries(sessions, a.queries)
@@ -75,7 +80,44 @@ def main():
             "p50_non_ascii_ms": ms([x for q, x in zip(qs, lat) if not q.isascii()]),
             "max_ms": round(max(lat) * 1e3, 2),
         })
+    if a.peer:
+        peer_ingest, peer_lat = sqlite_peer(sessions, qs)
+        out["peer"] = {"ingest_events_per_s": round(events / peer_ingest), "p50_ms": ms(peer_lat)}
+        out["ingest_ratio"] = round(ingest / (events / peer_ingest), 2)
+        out["search_p50_ratio"] = round(statistics.median(peer_lat) / statistics.median(passes[-1]), 1)
     print(json.dumps(out))
+
+
+def sqlite_peer(sessions, qs):
+    """google-adk's SqliteMemoryService on the same events and queries: (ingest seconds, latencies)."""
+    import asyncio
+    from google.adk.events.event import Event
+    from google.adk.memory._sqlite_memory_service import SqliteMemoryService
+
+    batches = [(sid, [Event.model_validate(e) for e in evs]) for sid, evs in sessions]
+    d = tempfile.mkdtemp()
+
+    async def run():
+        path = os.path.join(d, "memory.db")
+        svc = SqliteMemoryService(path)
+        t = time.perf_counter()
+        for sid, evs in batches:
+            await svc.add_events_to_memory(app_name=APP, user_id="user", events=evs, session_id=sid)
+        took = time.perf_counter() - t
+        await svc.close()
+        svc = SqliteMemoryService(path)
+        lat = []
+        for q in qs:
+            t = time.perf_counter()
+            await svc.search_memory(app_name=APP, user_id="user", query=q)
+            lat.append(time.perf_counter() - t)
+        await svc.close()
+        return took, lat
+
+    try:
+        return asyncio.run(run())
+    finally:
+        shutil.rmtree(d)
 
 
 if __name__ == "__main__":
