@@ -52,7 +52,6 @@ class MiniLM:
         self.layers = 1 + max(int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer."))
 
     def embed(self, texts, batch=32):
-        out = []
         # Similar lengths together: less padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vecs = [None] * len(texts)
@@ -60,8 +59,7 @@ class MiniLM:
             idx = order[s:s + batch]
             for i, v in zip(idx, self._batch([texts[i] for i in idx])):
                 vecs[i] = v
-        out.extend(vecs)
-        return np.stack(out) if out else np.zeros((0, self.dim), np.float32)
+        return np.stack(vecs) if vecs else np.zeros((0, self.dim), np.float32)
 
     def _batch(self, texts):
         w = self.w

@@ -236,6 +236,11 @@ def tokens(text):
     return WORD.findall(text.lower())
 
 
+def best(ids, scores):
+    """The ids of the top scores above zero, best first (ties in turn order)."""
+    return [ids[i] for i in np.argsort(-scores, kind="stable")[:max(KS)] if scores[i] > 0]
+
+
 class RankBm25:
     name = "rank_bm25"
 
@@ -248,9 +253,7 @@ class RankBm25:
 
     def search(self, conv, q):
         ids, bm = self.ix[conv]
-        scores = bm.get_scores(tokens(q))
-        order = np.argsort(-scores, kind="stable")[:max(KS)]
-        return [ids[i] for i in order if scores[i] > 0]
+        return best(ids, bm.get_scores(tokens(q)))
 
 
 class Bm25s:
@@ -268,11 +271,7 @@ class Bm25s:
     def search(self, conv, q):
         ids, r = self.ix[conv]
         toks = tokens(q)
-        if not toks:
-            return []
-        scores = r.get_scores(toks)
-        order = np.argsort(-scores, kind="stable")[:max(KS)]
-        return [ids[i] for i in order if scores[i] > 0]
+        return best(ids, r.get_scores(toks)) if toks else []
 
 
 class Dense:

@@ -355,14 +355,19 @@ fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Plac
     for c in &chars {
         ops.put_posting(|k| key_into(k, prefix, CHAR, &[&(*c as u32).to_be_bytes()], at), &posting);
     }
-    for p in &pairs {
-        ops.put_posting(|k| key_into(k, prefix, PAIR, &[&pair_bytes(*p)], at), &posting);
-    }
+    put_pairs(ops, prefix, &pairs, &place, &posting);
     if !chars.is_empty() {
         ops.put(key(prefix, HAYSTACK, &[], at), haystack.into_bytes());
     }
     let doc = Doc { place, memory_id: entry.memory_id, words, chars, pairs: Some(pairs) };
     ops.put(doc_key.to_vec(), doc.encode());
+}
+
+/// The `PAIR` postings of an entry at `place`.
+fn put_pairs(ops: &mut KeyOps, prefix: &[u8], pairs: &[(char, char)], place: &Place, posting: &[u8]) {
+    for p in pairs {
+        ops.put_posting(|k| key_into(k, prefix, PAIR, &[&pair_bytes(*p)], Some(place)), posting);
+    }
 }
 
 /// The entries of a bucket, in order (expired ones included).
@@ -455,9 +460,7 @@ pub(crate) fn add_pairs(
                 let entry = entry.ok_or_else(|| Error::corruption("an ADK index document has no entry"))?;
                 let posting = posting_value(Entry::decode(doc.place, &entry)?.expires_at_ms);
                 pairs = char_pairs(text);
-                for p in &pairs {
-                    ops.put_posting(|k| key_into(k, prefix, PAIR, &[&pair_bytes(*p)], Some(&doc.place)), &posting);
-                }
+                put_pairs(&mut ops, prefix, &pairs, &doc.place, &posting);
             }
             doc.pairs = Some(pairs);
             ops.put(doc_key, doc.encode());

@@ -4,8 +4,9 @@
 //! matches a searchable word, a non-ASCII token a searchable word or a substring of the
 //! event's lowercased NFC text. The places whose text may hold a non-ASCII token are those
 //! holding each of its char pairs (at most `MAX_PAIR_LISTS` of them; a token of one char:
-//! its char); a token of three chars or more is then looked for in their texts. (An index written before pairs were indexed is
-//! searched by the token's chars instead, every candidate's text checked.) The top `MAX_RESULTS` by score, ties in place order, are
+//! its char); a token of three chars or more is then looked for in their texts. (An index
+//! written before pairs were indexed is searched by the token's chars instead, every
+//! candidate's text checked.) The top `MAX_RESULTS` by score, ties in place order, are
 //! found document-at-a-time over each token's stream of matching places in place order,
 //! skipping with WAND: once the results are full with a lowest score `s`, only a place in at
 //! least `s + 1` streams can enter, so the streams behind the `(s + 1)`-th smallest current
@@ -252,7 +253,7 @@ impl NonAscii<'_> {
             let keys: Vec<Vec<u8>> = candidates.iter().map(|p| index::haystack_key(self.ns_prefix, p)).collect();
             let texts = self.store.multi_get_cf(self.snap, Cf::Index, &keys)?;
             for (place, text) in candidates.into_iter().zip(texts) {
-                let text = text.ok_or_else(|| Error::corruption("an ADK index char posting has no text"))?;
+                let text = text.ok_or_else(|| Error::corruption("an ADK index posting has no text"))?;
                 if memchr::memmem::find(&text, self.token.as_bytes()).is_some() {
                     self.found.push_back(place);
                 }

@@ -585,12 +585,10 @@ impl View for PgView<'_> {
     fn cursors(&self, cf: Cf, prefixes: &[Vec<u8>]) -> Vec<Box<dyn Cursor + '_>> {
         let ns = prefixes.first().map_or(&[][..], |p| ns_of(cf, p));
         let uppers: Option<Vec<Vec<u8>>> = prefixes.iter().map(|p| keys::prefix_successor(p)).collect();
-        let (Some(uppers), false) = (uppers, ns.is_empty()) else {
+        let one_ns = prefixes.len() > 1 && !ns.is_empty() && prefixes.iter().all(|p| ns_of(cf, p) == ns);
+        let (Some(uppers), true) = (uppers, one_ns) else {
             return prefixes.iter().map(|p| self.opened(cf, p)).collect();
         };
-        if prefixes.len() < 2 || prefixes.iter().any(|p| ns_of(cf, p) != ns) {
-            return prefixes.iter().map(|p| self.opened(cf, p)).collect();
-        }
         let t = self.backend.t(cf);
         let sql = format!(
             "SELECT p.i, k.key, k.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS p(lo, hi, i) \
