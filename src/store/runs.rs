@@ -181,13 +181,30 @@ impl Piece {
         self.op(i).0
     }
 
+    /// Is the key of the op that starts at byte `start` before `key`?
+    fn key_before(&self, start: u32, key: &[u8]) -> bool {
+        let r = &self.run[start as usize..];
+        let n = u32::from_le_bytes(r[..4].try_into().expect("a key length")) as usize;
+        &r[4..4 + n] < key
+    }
+
     /// The index of the first op whose key is at or after `key`.
     fn lower_bound(&self, key: &[u8]) -> usize {
-        self.starts.partition_point(|&s| {
-            let r = &self.run[s as usize..];
-            let n = u32::from_le_bytes(r[..4].try_into().expect("a key length")) as usize;
-            &r[4..4 + n] < key
-        })
+        self.starts.partition_point(|&s| self.key_before(s, key))
+    }
+
+    /// `lower_bound(key)` for a key at or after the key of op `from`, found by galloping
+    /// from `from`: a range's end is usually a few ops past its start, so this costs a few
+    /// comparisons where a search of the whole piece costs its logarithm.
+    fn lower_bound_from(&self, from: usize, key: &[u8]) -> usize {
+        let n = self.starts.len();
+        let mut bound = 1;
+        // Ops before `from + bound / 2` are before `key`.
+        while from + bound <= n && self.key_before(self.starts[from + bound - 1], key) {
+            bound *= 2;
+        }
+        let (lo, hi) = (from + bound / 2, (from + bound).min(n));
+        lo + self.starts[lo..hi].partition_point(|&s| self.key_before(s, key))
     }
 }
 
@@ -219,8 +236,9 @@ impl Overlay {
             .pieces
             .iter()
             .map(|p| {
-                let end = upper.map_or(p.starts.len(), |u| p.lower_bound(u));
-                (p.as_ref(), p.lower_bound(start), end)
+                let i = p.lower_bound(start);
+                let end = upper.map_or(p.starts.len(), |u| if u <= start { i } else { p.lower_bound_from(i, u) });
+                (p.as_ref(), i, end)
             })
             .filter(|&(_, i, end)| i < end)
             .collect();
@@ -495,11 +513,17 @@ mod tests {
             for op in &want {
                 assert!(seen.contains(op), "step {step}: {op:?} missing from the range");
             }
-            let (lo, hi) = (b"k10".as_slice(), b"k20".as_slice());
-            let mut r = got.range(lo, Some(hi));
-            while let Some((k, _)) = r.peek() {
-                assert!(k >= lo && k < hi);
-                r.advance();
+            for (lo, hi) in [("k10", "k20"), ("k", "k05"), ("k33", "k4"), ("k15", "k15"), ("k2", "k1")] {
+                let (lo, hi) = (lo.as_bytes(), hi.as_bytes());
+                let mut r = got.range(lo, Some(hi));
+                let mut part = Vec::new();
+                while let Some((k, v)) = r.peek() {
+                    part.push((k.to_vec(), v.map(<[u8]>::to_vec)));
+                    r.advance();
+                }
+                let want: Vec<Op> =
+                    seen.iter().filter(|(k, _)| k.as_slice() >= lo && k.as_slice() < hi).cloned().collect();
+                assert_eq!(part, want, "step {step}: range {lo:?}..{hi:?}");
             }
         }
     }

@@ -186,6 +186,12 @@ impl Rocks {
         Ok(b)
     }
 
+    /// The sequence number of the last write visible to new snapshots: a write that returned
+    /// before this call is at or below it, one that starts after it is above it.
+    pub(super) fn latest_sequence(&self) -> u64 {
+        self.db.latest_sequence_number()
+    }
+
     /// A plain snapshot (with a read-only store's journal overlay).
     pub(super) fn view(&self) -> RocksView<'_> {
         RocksView { rocks: self, snap: self.db.snapshot(), overlay: self.index_overlay.get().cloned() }
@@ -245,6 +251,11 @@ impl<'a> RocksView<'a> {
     /// The same snapshot, with `overlay` applied to its `index` reads.
     pub(super) fn with_index_overlay(self, overlay: Overlay) -> RocksView<'a> {
         RocksView { overlay: (!overlay.is_empty()).then(|| Arc::new(overlay)), ..self }
+    }
+
+    /// The snapshot's sequence number: it holds every write at or below it, and no other.
+    pub(super) fn sequence(&self) -> u64 {
+        self.snap.sequence_number()
     }
 
     fn overlay_for(&self, cf: Cf) -> Option<&Overlay> {

@@ -12,9 +12,11 @@
 //! (writes go on meanwhile), when a read finds runs held and writes have paused, and before
 //! a store-management operation or close.
 //!
-//! Reads never write and never wait for a writer: a read's snapshot names the journal entries
-//! it holds, and the read applies their runs, merged in memory (`runs::Overlays`), on top of
-//! its index reads (`Behind::read_snapshot`). So a full disk stops writes, not searches.
+//! Reads never write and never wait for a writer: a read applies the runs its snapshot holds
+//! the journal entries of, merged in memory (`runs::Overlays`), on top of its index reads
+//! (`Behind::read_snapshot`). Which runs those are follows from RocksDB's sequence numbers,
+//! read around each journaling write, without reading the journal. So a full disk stops
+//! writes, not searches.
 //!
 //! - A crash loses only the memory copy: the next read-write open writes the journal's runs
 //!   to the index (`Backend::recover`).
@@ -27,7 +29,7 @@
 use super::db::{Rocks, RocksView};
 use crate::error::{Error, Result};
 use crate::store::runs::{merge, Overlays, Piece};
-use crate::store::{now_ms, Cf};
+use crate::store::{now_ms, Cf, View};
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use rocksdb::WriteBatch;
 use std::collections::{BTreeMap, VecDeque};
@@ -101,7 +103,10 @@ pub(crate) struct Behind {
     generation: AtomicU64,
     /// The runs held, by journal sequence, for reads: a run is here before its journal entry
     /// can be in any snapshot and leaves after the move that deletes the entry.
-    journaled: RwLock<BTreeMap<u64, Arc<Vec<u8>>>>,
+    journaled: RwLock<BTreeMap<u64, Arc<Journaled>>>,
+    /// RocksDB's latest sequence number after the last move whose runs left `journaled`: an
+    /// older snapshot may lack postings that are no longer held.
+    moved_after: AtomicU64,
     /// Merged runs kept between reads (readers, and the thread that compacts them).
     overlays: Arc<Mutex<Overlays>>,
     /// A thread compacts `overlays` now.
@@ -109,6 +114,16 @@ pub(crate) struct Behind {
     /// When the last write committed, and when a move last failed (ms since the epoch).
     last_commit_ms: AtomicI64,
     last_failed_move_ms: AtomicI64,
+}
+
+/// A run held, and where its journaling write falls among RocksDB's sequence numbers: a
+/// snapshot at or below `before` lacks its journal entry, one at or above `after` has it.
+/// In between (a snapshot taken while the write was applied) the snapshot itself says.
+struct Journaled {
+    run: Arc<Vec<u8>>,
+    before: u64,
+    /// `u64::MAX` until the write has returned.
+    after: AtomicU64,
 }
 
 #[derive(Default)]
@@ -135,6 +150,7 @@ impl Behind {
             limit: AtomicUsize::new(LIMIT),
             generation: AtomicU64::new(0),
             journaled: RwLock::new(BTreeMap::new()),
+            moved_after: AtomicU64::new(0),
             overlays: Arc::new(Mutex::new(Overlays::default())),
             compacting: Arc::new(AtomicBool::new(false)),
             last_commit_ms: AtomicI64::new(0),
@@ -156,7 +172,12 @@ impl Behind {
         batch.put_cf(self.store.cf(Cf::Meta), journal_key(seq), &run);
         let run = Arc::new(run);
         // Before the write: a snapshot that holds the journal entry finds its run.
-        self.journaled.write().insert(seq, Arc::clone(&run));
+        let journaled = Arc::new(Journaled {
+            run: Arc::clone(&run),
+            before: self.store.latest_sequence(),
+            after: AtomicU64::new(u64::MAX),
+        });
+        self.journaled.write().insert(seq, Arc::clone(&journaled));
         if let Err(e) = self.store.write(batch) {
             self.journaled.write().remove(&seq);
             if was_empty {
@@ -164,6 +185,8 @@ impl Behind {
             }
             return Err(e);
         }
+        // Before any move of this run can start (moves take `held`, which this write holds).
+        journaled.after.store(self.store.latest_sequence(), Ordering::SeqCst);
         self.last_commit_ms.store(now_ms(), Ordering::Relaxed);
         h.bytes += run.len();
         h.runs.push_back(run);
@@ -224,6 +247,8 @@ impl Behind {
             h.bytes -= run.len();
         }
         h.first_seq += n as u64;
+        // Before the runs leave `journaled`: a read that no longer finds them sees this.
+        self.moved_after.store(self.store.latest_sequence(), Ordering::SeqCst);
         {
             let mut j = self.journaled.write();
             for seq in first..h.first_seq {
@@ -258,7 +283,10 @@ impl Behind {
     /// A snapshot in which every acknowledged write's postings are visible: what every read
     /// of postings starts from. With no run held (`generation` even and unchanged across the
     /// snapshot) it is a plain snapshot; else it carries the runs its journal holds, merged,
-    /// as an overlay of the index. It never writes and never takes `held`.
+    /// as an overlay of the index. It never writes, never takes `held` and never reads the
+    /// journal: the runs are those whose journaling write the snapshot's sequence number
+    /// covers. Runs already moved may be among them (the oldest ones held): they repeat
+    /// what the index has, under every later run the snapshot holds, so they change nothing.
     pub fn read_snapshot(self: &Arc<Self>) -> Result<RocksView<'_>> {
         loop {
             let g = self.generation.load(Ordering::SeqCst);
@@ -266,17 +294,36 @@ impl Behind {
             if g.is_multiple_of(2) && self.generation.load(Ordering::SeqCst) == g {
                 return Ok(snap);
             }
-            let seqs = self.journal_in(&snap)?;
+            let at = snap.sequence();
+            let (seqs, runs) = {
+                let j = self.journaled.read();
+                // A move finished after this snapshot may have taken runs it needs.
+                if at < self.moved_after.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let first = j.keys().next().copied().unwrap_or(0);
+                let mut runs = Vec::new();
+                for (&seq, held) in j.iter() {
+                    let covered = if at <= held.before {
+                        false
+                    } else if at >= held.after.load(Ordering::SeqCst) {
+                        true
+                    } else {
+                        // Taken while the write was applied: a move of this run starts only
+                        // after the write returned, so the entry is there if it was written.
+                        snap.get(Cf::Meta, &journal_key(seq))?.is_some()
+                    };
+                    if !covered {
+                        // Journaling writes are one at a time: no later run is covered either.
+                        break;
+                    }
+                    runs.push(Arc::clone(&held.run));
+                }
+                (first..first + runs.len() as u64, runs)
+            };
             if seqs.is_empty() {
                 return Ok(snap);
             }
-            let runs: Option<Vec<Arc<Vec<u8>>>> = {
-                let j = self.journaled.read();
-                seqs.clone().map(|s| j.get(&s).cloned()).collect()
-            };
-            // A move wrote some of these runs and dropped them after this snapshot was taken:
-            // a new snapshot has them in the index.
-            let Some(runs) = runs else { continue };
             self.ask_for_move();
             let (overlay, due) = self.overlays.lock().overlay(seqs, &runs)?;
             if due {
@@ -284,22 +331,6 @@ impl Behind {
             }
             return Ok(snap.with_index_overlay(overlay));
         }
-    }
-
-    /// The journal entries a snapshot holds (consecutive: moves take the oldest).
-    fn journal_in(&self, snap: &RocksView<'_>) -> Result<Range<u64>> {
-        let mut seqs: Option<Range<u64>> = None;
-        snap.scan(Cf::Meta, JOURNAL_PREFIX, |seq, _| {
-            let seq = <[u8; 8]>::try_from(seq).map_err(|_| Error::corruption("a journal key is malformed"))?;
-            let seq = u64::from_be_bytes(seq);
-            match &mut seqs {
-                None => seqs = Some(seq..seq + 1),
-                Some(r) if r.end == seq => r.end += 1,
-                Some(_) => return Err(Error::corruption("the journal of index postings has a gap")),
-            }
-            Ok(())
-        })?;
-        Ok(seqs.unwrap_or(0..0))
     }
 
     /// Start a move of the runs held when writes have paused and none is running, without
@@ -353,5 +384,46 @@ impl Behind {
         }
         self.overlays.lock().clear();
         settled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::runs::Postings;
+    use crate::store::{OpenOptions, MEMORY_PATH};
+
+    fn run(key: &[u8]) -> Vec<u8> {
+        let mut p = Postings::default();
+        p.push(|k| k.extend_from_slice(key), Some(b"v"));
+        p.into_run()
+    }
+
+    fn put_meta(rocks: &Rocks, key: &[u8], value: &[u8]) {
+        let mut b = WriteBatch::default();
+        b.put_cf(rocks.cf(Cf::Meta), key, value);
+        rocks.write(b).unwrap();
+    }
+
+    /// A snapshot taken while a run's journaling write is applied holds the run exactly when
+    /// it holds the run's journal entry (the sequence numbers around the write cannot say).
+    #[test]
+    fn a_run_being_journaled_counts_when_the_snapshot_holds_its_entry() {
+        let opts = OpenOptions { create: true, ..Default::default() };
+        let rocks = Arc::new(Rocks::open(MEMORY_PATH, opts, false).unwrap());
+        let behind = Behind::new(Arc::clone(&rocks), 0);
+        behind.set_limit(usize::MAX);
+        behind.commit(WriteBatch::default(), Some(run(b"k0"))).unwrap();
+        // Journal entry 1 as a commit registers it before its write returns.
+        let pending =
+            Journaled { run: Arc::new(run(b"k1")), before: rocks.latest_sequence(), after: AtomicU64::new(u64::MAX) };
+        behind.journaled.write().insert(1, Arc::new(pending));
+        let sees = |key: &[u8]| behind.read_snapshot().unwrap().get(Cf::Index, key).unwrap().is_some();
+        assert!(sees(b"k0") && !sees(b"k1"), "before the write");
+        // Another write lands first: snapshots are past `before`, the entry is not there yet.
+        put_meta(&rocks, b"other", b"x");
+        assert!(sees(b"k0") && !sees(b"k1"), "the write under way, its entry not applied");
+        put_meta(&rocks, &journal_key(1), &run(b"k1"));
+        assert!(sees(b"k0") && sees(b"k1"), "the entry applied, the write not yet returned");
     }
 }
