@@ -23,7 +23,8 @@
 //!   process each namespace searched once, VmRSS before and after.
 //! - `beside-writer`: N events (default 100,000), reopened; `search` and `keyword_search`
 //!   p50/p99 over the query set on the idle store, then while a writer thread adds the next
-//!   `--writer-n` (50,000) corpus events to the same namespace without pause.
+//!   `--writer-n` (50,000) corpus events to the same namespace without pause; for the
+//!   searches at or past each p99, their time on a CPU and waiting for one.
 //!
 //! The fresh process is this binary run again (`--phase cold`), so nothing is cached
 //! in-process. The corpus is `bench/corpus.py N 7` (generated with `--python`, default
@@ -180,6 +181,25 @@ fn cpu_s() -> f64 {
     let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
     let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
     (tick(11) + tick(12)) / 100.0
+}
+
+/// How long this thread has waited for a CPU (in the run queue), in ms, from the kernel's
+/// scheduler statistics (zero where `/proc/thread-self/schedstat` is missing). It is
+/// brought up to date each time the thread gets a CPU back, so the difference across a
+/// search that ran to its end is exact.
+fn run_queue_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    stat.split_whitespace().nth(1).and_then(|x| x.parse::<f64>().ok()).map_or(0.0, |ns| ns / 1e6)
+}
+
+/// One search timed: wall-clock ms, and of it the ms spent waiting for a CPU (a search
+/// never blocks, so the rest is its time on one).
+fn timed(f: impl FnOnce() -> usize) -> (f64, f64) {
+    let wait = run_queue_ms();
+    let t = Instant::now();
+    std::hint::black_box(f());
+    let wall = ms(t);
+    (wall, run_queue_ms() - wait)
 }
 
 fn ms(t: Instant) -> f64 {
@@ -405,12 +425,8 @@ fn beside_writer(a: &Args) -> Value {
     let mut idle = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         for q in &qs {
-            let t = Instant::now();
-            std::hint::black_box(adk(&m, q));
-            idle.0.push(ms(t));
-            let t = Instant::now();
-            std::hint::black_box(kw(&m, q));
-            idle.1.push(ms(t));
+            idle.0.push(timed(|| adk(&m, q)));
+            idle.1.push(timed(|| kw(&m, q)));
         }
     }
     let batches = event_batches(&lines[n..]);
@@ -432,22 +448,28 @@ fn beside_writer(a: &Args) -> Value {
             if !writing.load(std::sync::atomic::Ordering::SeqCst) {
                 break 'rounds;
             }
-            let t = Instant::now();
-            std::hint::black_box(adk(&m, q));
-            busy.0.push(ms(t));
-            let t = Instant::now();
-            std::hint::black_box(kw(&m, q));
-            busy.1.push(ms(t));
+            busy.0.push(timed(|| adk(&m, q)));
+            busy.1.push(timed(|| kw(&m, q)));
         }
     }
     let write_s = writer.join().expect("writer");
     drop(m);
     done_with(a, &dir);
     let (searches, rate) = (busy.0.len(), a.writer_n as f64 / write_s);
-    let (ai, ab, ki, kb) = (percentiles(idle.0), percentiles(busy.0), percentiles(idle.1), percentiles(busy.1));
+    let wall = |t: &[(f64, f64)]| percentiles(t.iter().map(|x| x.0).collect());
+    // The searches at or past the p99: their time on a CPU and waiting for one, on average.
+    let tail = |t: &[(f64, f64)]| {
+        let p99 = wall(t).1;
+        let slow: Vec<&(f64, f64)> = t.iter().filter(|x| x.0 >= p99).collect();
+        let k = slow.len().max(1) as f64;
+        let waited = slow.iter().map(|x| x.1).sum::<f64>() / k;
+        (slow.iter().map(|x| x.0).sum::<f64>() / k - waited, waited)
+    };
+    let (ai, ab, ki, kb) = (wall(&idle.0), wall(&busy.0), wall(&idle.1), wall(&busy.1));
     println!("beside-writer, {n} events, then {} more written while {searches} searches of each kind ran", a.writer_n);
     println!("  writer: {rate:.0} events/s while searched");
-    for (name, i, b) in [("search", ai, ab), ("keyword_search", ki, kb)] {
+    let mut split = Vec::new();
+    for (name, i, b, ti, tb) in [("search", ai, ab, &idle.0, &busy.0), ("keyword_search", ki, kb, &idle.1, &busy.1)] {
         println!(
             "  {name}: idle p50 {:.3} / p99 {:.3} ms; beside the writer p50 {:.3} / p99 {:.3} ms; p99 ratio {:.2}",
             i.0,
@@ -456,6 +478,11 @@ fn beside_writer(a: &Args) -> Value {
             b.1,
             b.1 / i.1
         );
+        let ((icpu, iwait), (bcpu, bwait)) = (tail(ti), tail(tb));
+        println!(
+            "    the searches at or past p99, on average: idle {icpu:.3} ms on a CPU + {iwait:.3} ms waiting for one, beside the writer {bcpu:.3} + {bwait:.3} ms"
+        );
+        split.push((bcpu, bwait));
     }
     json!({
         "scenario": "beside-writer", "n": n, "writer_n": a.writer_n, "queries": qs.len(), "searches_beside_writer": searches,
@@ -464,6 +491,8 @@ fn beside_writer(a: &Args) -> Value {
         "search_busy_p50_ms": round3(ab.0), "search_busy_p99_ms": round3(ab.1), "search_p99_ratio": round3(ab.1 / ai.1),
         "keyword_idle_p50_ms": round3(ki.0), "keyword_idle_p99_ms": round3(ki.1),
         "keyword_busy_p50_ms": round3(kb.0), "keyword_busy_p99_ms": round3(kb.1), "keyword_p99_ratio": round3(kb.1 / ki.1),
+        "search_tail_cpu_ms": round3(split[0].0), "search_tail_wait_ms": round3(split[0].1),
+        "keyword_tail_cpu_ms": round3(split[1].0), "keyword_tail_wait_ms": round3(split[1].1),
     })
 }
 
