@@ -215,10 +215,6 @@ impl Behind {
         let this = Arc::clone(self);
         let seqs = h.first_seq..h.first_seq + runs.len() as u64;
         let spawned = std::thread::Builder::new().name("mnem-postings".into()).spawn(move || {
-            // The lowest CPU priority: on a busy machine the move waits and searches do not,
-            // and a writer that holds the next 4 MiB before it ends waits for it (so writes
-            // pay for their own moves). With a core to spare it runs as fast as before.
-            let _ = thread_priority::set_current_thread_priority(thread_priority::ThreadPriority::Min);
             let written = std::panic::catch_unwind(AssertUnwindSafe(|| this.write_runs(&runs, seqs)));
             let mut h = this.held.lock();
             if matches!(written, Ok(Ok(()))) {
