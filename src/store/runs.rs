@@ -193,7 +193,7 @@ impl Piece {
         self.starts.partition_point(|&s| self.key_before(s, key))
     }
 
-    /// `lower_bound(key)` for a key at or after the key of op `from`, found by galloping
+    /// `lower_bound(key)` when every op before `from` is before `key`, found by galloping
     /// from `from`: a range's end is usually a few ops past its start, so this costs a few
     /// comparisons where a search of the whole piece costs its logarithm.
     fn lower_bound_from(&self, from: usize, key: &[u8]) -> usize {
@@ -237,7 +237,7 @@ impl Overlay {
             .iter()
             .map(|p| {
                 let i = p.lower_bound(start);
-                let end = upper.map_or(p.starts.len(), |u| if u <= start { i } else { p.lower_bound_from(i, u) });
+                let end = upper.map_or(p.starts.len(), |u| p.lower_bound_from(i, u));
                 (p.as_ref(), i, end)
             })
             .filter(|&(_, i, end)| i < end)

@@ -81,7 +81,7 @@ impl Backend for RocksBackend {
     }
 
     fn write_sequence(&self) -> u64 {
-        self.rocks.db.latest_sequence_number()
+        self.rocks.latest_sequence()
     }
 
     fn flush(&self) -> Result<()> {
