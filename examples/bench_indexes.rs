@@ -482,6 +482,15 @@ fn beside_writer(a: &Args) -> Value {
         println!(
             "    the searches at or past p99, on average: idle {icpu:.3} ms on a CPU + {iwait:.3} ms waiting for one, beside the writer {bcpu:.3} + {bwait:.3} ms"
         );
+        // Which queries those are, with the slowest of their idle times (the timings run
+        // through the query set in order, round after round).
+        let idle_max = |q: usize| ti.iter().skip(q).step_by(qs.len()).map(|x| x.0).fold(0.0, f64::max);
+        let mut slow: Vec<(f64, usize)> =
+            tb.iter().enumerate().filter(|(_, x)| x.0 >= b.1).map(|(k, x)| (x.0, k % qs.len())).collect();
+        slow.sort_by(|x, y| y.0.total_cmp(&x.0));
+        for (ms_beside, q) in slow.iter().take(5) {
+            println!("      {:?}: {ms_beside:.2} ms beside the writer, at most {:.2} ms idle", qs[*q], idle_max(*q));
+        }
         split.push((bcpu, bwait));
     }
     json!({
