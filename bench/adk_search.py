@@ -4,8 +4,11 @@
     /var/cache/mnem/venv/bin/python bench/adk_search.py 10000
 
 Prints the mean time per search_memory call of the reference, of MnemMemoryService (through
-the ADK API: JSON decode and pydantic models included) and of the raw C call (mnem_search
-through ctypes), the ratios, and checks that every answer is identical.
+the ADK API: the worker-thread hop, JSON decode and pydantic models included) and of the raw
+C call (mnem_search through ctypes), the ratios, and checks that every answer is identical.
+The reference runs each query once. MnemMemoryService is timed on the same single pass (the
+first search of each query) and on 20 more passes; the raw call on 20 passes, like the
+second.
 """
 import asyncio, json, os, random, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -75,8 +78,11 @@ async def main():
         await svc.search_memory(app_name=APP, user_id=USER, query="warm up")
         ref_t, ref_out = await timed(ref, qs)
         mnem_t, mnem_out = await timed(svc, qs)
-        raw_t = time.perf_counter()
         reps = 20
+        mnem_warm_t = 0.0
+        for _ in range(reps):
+            mnem_warm_t += (await timed(svc, qs))[0] / reps
+        raw_t = time.perf_counter()
         for _ in range(reps):
             for q in qs:
                 svc.store.search_raw(APP, USER, q)
@@ -101,7 +107,8 @@ async def main():
     print(f"{'':34}{'ms/query':>10}{'vs reference':>14}")
     print(f"{'InMemoryMemoryService (reference)':34}{ref_t*1e3:10.3f}{1.0:13.1f}x")
     print(f"{'MnemMemoryService (ADK API)':34}{mnem_t*1e3:10.3f}{ref_t/mnem_t:13.1f}x")
-    print(f"{'mnem_search (ctypes, raw JSON)':34}{raw_t*1e3:10.3f}{ref_t/raw_t:13.1f}x")
+    print(f"{'  the same, 20 more passes':34}{mnem_warm_t*1e3:10.3f}{ref_t/mnem_warm_t:13.1f}x")
+    print(f"{'mnem_search (ctypes, raw JSON), 20':34}{raw_t*1e3:10.3f}{ref_t/raw_t:13.1f}x")
     print("common-word queries, mnem_search (ms): " + ", ".join(f"{q!r} {t*1e3:.3f}" for q, t in common.items()))
     print(f"ingest: reference {t_ref_add:.2f} s, mnem {t_mnem_add:.2f} s (persisted, indexed)")
     print(f"first search after reopening the store (rebuilds the index): {t_rebuild*1e3:.1f} ms")
