@@ -9,6 +9,7 @@ use crate::codec::{push_bytes, Reader};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -125,13 +126,21 @@ pub(crate) fn merge<'a>(runs: &[&'a [u8]], mut f: impl FnMut(&'a [u8], Option<&'
         }
     }
     let mut last: Option<(&'a [u8], Option<&'a [u8]>)> = None;
-    while let Some(Reverse((k, i, v))) = heap.pop() {
-        if let Some(op) = cursors[i].next() {
-            let (nk, nv) = op?;
-            if nk < k {
-                return Err(Error::corruption("a journal entry of index postings is out of order"));
+    // The run's next op takes the place of the op taken, in one sift down, rather than a pop
+    // and a push (two sifts): most runs have more ops.
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse((k, i, v)) = *top;
+        match cursors[i].next() {
+            Some(op) => {
+                let (nk, nv) = op?;
+                if nk < k {
+                    return Err(Error::corruption("a journal entry of index postings is out of order"));
+                }
+                *top = Reverse((nk, i, nv));
             }
-            heap.push(Reverse((nk, i, nv)));
+            None => {
+                PeekMut::pop(top);
+            }
         }
         match last {
             Some((lk, _)) if lk == k => {}
