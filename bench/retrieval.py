@@ -30,6 +30,10 @@ The systems:
   or of the turn with its speaker, date or neighbours (`--embed`).
 - `hybrid@W`: `mnem_hybrid_search` with the MiniLM vectors of turns and question, semantic
   weight W (RRF, rank constant 60).
+- `builtin@W` (with `--builtin`): a store opened with `{"embedder": "builtin"}`, its defaults
+  untouched: the library embeds every event as it is written (with the two before it in its
+  session, `author: text`) and each question from its text alone (`mnem_hybrid_search` with
+  no vector, semantic weight W; `builtin dense` is weight 1). Its ingest rate is printed.
 
 Prints a table per metric and, last, one JSON line with every figure.
 """
@@ -146,6 +150,37 @@ class MnemStore:
             for sid, events in sessions:
                 self.store.add_events(APP, conv, sid, "\n".join(json.dumps(e) for e in events))
         self.store.set_embedder(None)
+
+
+class BuiltinStore:
+    """A store with the built-in embedder: the library makes every vector, events' and
+    questions'. Reports the ingest rate (events/s with embedding)."""
+
+    def __init__(self, convs, model_dir):
+        self.dir = tempfile.TemporaryDirectory()
+        opts = {"embedder": "builtin"}
+        if model_dir:
+            opts["model_dir"] = model_dir
+        self.store = mnem.Store(os.path.join(self.dir.name, "store"), create=True, options=opts)
+        n, t = 0, time.perf_counter()
+        for conv, (sessions, _) in convs.items():
+            for sid, events in sessions:
+                for i in range(0, len(events), 20):  # as an agent writes: calls of 20 at most
+                    batch = events[i:i + 20]
+                    self.store.add_events(APP, conv, sid, "\n".join(json.dumps(e) for e in batch))
+                    n += len(batch)
+        self.rate = n / (time.perf_counter() - t)
+        print(f"built-in embedder: {n} events written and embedded at {self.rate:.0f} events/s", file=sys.stderr)
+
+
+class BuiltinHybrid:
+    def __init__(self, m, weight):
+        self.store, self.weight = m.store, weight
+        self.name = "builtin dense" if weight == 1 else f"builtin@{weight:g}"
+
+    def search(self, conv, q):
+        query = {"text": q, "semantic_weight": self.weight, "limit": max(KS)}
+        return [h["record"]["event_id"] for h in self.store.hybrid_search(APP, conv, query)["results"]]
 
 
 class MnemSearch:
@@ -377,6 +412,11 @@ def main():
     ap.add_argument("--no-dense", action="store_true", help="lexical systems only (no MiniLM)")
     ap.add_argument("--embed", default="turn", help="the text embedded per turn: " + ", ".join(EMBEDDED))
     ap.add_argument("--candidates", type=int, default=None, help="mnem_hybrid_search's candidates per channel")
+    ap.add_argument("--builtin", default=None, metavar="WEIGHTS",
+                    help="also the built-in embedder's store, these semantic weights (e.g. 0.5,1)")
+    ap.add_argument("--model-dir", default=os.environ.get("MNEM_MODEL_DIR"),
+                    help="the built-in embedder's model folder (default: $MNEM_MODEL_DIR, else where the library looks)")
+    ap.add_argument("--only-builtin", action="store_true", help="skip every other system but BM25 and ADK")
     a = ap.parse_args()
     files = sorted(Path(a.dir).glob("*.json"))
     if not files:
@@ -386,7 +426,7 @@ def main():
     n_q = sum(len(qs) for _, qs in convs.values())
     print(f"{len(convs)} conversations, {n_turns} turns, {n_q} questions with evidence", file=sys.stderr)
 
-    emb = None if a.no_dense else Embeddings(a.cache)
+    emb = None if a.no_dense or a.only_builtin else Embeddings(a.cache)
     vectors = None
     if emb:
         t = time.perf_counter()
@@ -395,9 +435,14 @@ def main():
         emb.save()
         print(f"MiniLM vectors ready in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     store = MnemStore(convs, vectors)
-    systems = [Adk(convs), MnemSearch(store), MnemKeyword(store), Fts5(convs, "unicode61"),
-               Fts5(convs, "porter unicode61"), Tantivy(convs), RankBm25(convs),
-               Bm25s(convs)]
+    systems = [Adk(convs), MnemSearch(store), MnemKeyword(store)]
+    if not a.only_builtin:
+        systems += [Fts5(convs, "unicode61"), Fts5(convs, "porter unicode61"), Tantivy(convs), RankBm25(convs),
+                    Bm25s(convs)]
+    builtin = None
+    if a.builtin:
+        builtin = BuiltinStore(convs, a.model_dir)
+        systems += [BuiltinHybrid(builtin, float(w)) for w in a.builtin.split(",") if w]
     if emb:
         systems.append(Dense(convs, vectors, emb.one))
         systems += [MnemHybrid(store, emb.one, float(w), a.candidates) for w in a.weights.split(",") if w]
@@ -423,6 +468,8 @@ def main():
         print(f"{sys_.name}: R@5 {results[sys_.name]['R@5']:.3f} R@10 {results[sys_.name]['R@10']:.3f} "
               f"p50 {results[sys_.name]['p50_ms']:.2f} ms", file=sys.stderr)
     store.store.close()
+    if builtin:
+        builtin.store.close()
 
     cols = ["R@5", "R@10"] + [f"R@10 {CATEGORIES[c]}" for c in sorted(CATEGORIES)] + ["p50_ms"]
     print("| system | " + " | ".join(cols) + " |")
@@ -430,7 +477,8 @@ def main():
     for name, r in results.items():
         print(f"| {name} | " + " | ".join(f"{r[c]:.3f}" if c in r else "" for c in cols) + " |")
     print(json.dumps({"conversations": len(convs), "turns": n_turns, "questions": n_q, "embedded": a.embed,
-                      "candidates": a.candidates, "results": results}))
+                      "candidates": a.candidates, "builtin_ingest_events_per_s": builtin.rate if builtin else None,
+                      "results": results}))
 
 
 if __name__ == "__main__":

@@ -24,13 +24,13 @@ fn main() -> Result<(), mnem::Error> {
     let dir = std::env::args().nth(1).expect("usage: c_fixtures DIR");
     let create = OpenOptions { create: true, ..Default::default() };
 
-    let m = Mnem::open(&format!("{dir}/format-newer"), create)?;
+    let m = Mnem::open(&format!("{dir}/format-newer"), create.clone())?;
     let ns = Namespace::new("future", "u");
     m.put_episodes(&ns, vec![EpisodeInput { primary: "from a newer build".into(), ..Default::default() }])?;
     m.store().set_format_version_for_test(FORMAT_VERSION + 1)?;
     drop(m);
 
-    let m = Mnem::open(&format!("{dir}/damaged"), create)?;
+    let m = Mnem::open(&format!("{dir}/damaged"), create.clone())?;
     let id = Uuid::parse_str(DAMAGED_ID).expect("a UUID");
     for user in ["intact", "head", "tail"] {
         let ns = Namespace::new("damaged", user);

@@ -213,6 +213,17 @@ const char *mnem_status_message(int32_t status);
 // without it, writes survive a process crash but the last ones may be lost on power loss
 // until `mnem_flush`. `{"cache_bytes": N}` (default 268435456 = 256 MiB, at least 1048576)
 // bounds what mnem caches in memory: index blocks and loaded vector graphs (`mnem_stats`).
+// `{"embedder": "builtin"}` registers the built-in embedder (all-MiniLM-L6-v2, 384
+// dimensions, run inside mnem; `"none"`, the default, registers nothing): writes that ask
+// for vectors and every ADK event then get one, and hybrid search and recall embed a query
+// that has text and no `"vector"`, as with `mnem_set_embedder`. Its model is the folder
+// `{"model_dir": "..."}`, else `$MNEM_MODEL_DIR`, else the one installed beside the library
+// (`models/all-MiniLM-L6-v2` next to it, or `../share/mnem/models/all-MiniLM-L6-v2`), else
+// under `/usr/local/share/mnem/models` or `/usr/share/mnem/models`; a model that is missing
+// or unreadable fails the open with EMBEDDER_FAILED naming where it looked, and opens
+// nothing. `{"embed_context": N}` (0 to 16; default 2 with the built-in embedder, else 0):
+// an ADK event is embedded from the N events before it in its session and itself, each
+// written `author: text`, joined by one space (0: its text alone).
 //
 // `MNEM_OPEN_VIEW` opens a read-only view instead, beside a writer (another process or
 // handle may hold the store open for writing; a normal open would be BUSY): every read
@@ -224,7 +235,7 @@ const char *mnem_status_message(int32_t status);
 // Returns OK; INVALID_ARGUMENT (NULL `out_store`, unknown flag bits, both flags, `:memory:`
 // with `MNEM_OPEN_READ_ONLY`, bad path or options, unknown option key); NOT_FOUND (no store, no `MNEM_OPEN_CREATE`); BUSY (already
 // open in this or another process); INCOMPATIBLE (newer on-disk format, or a format-1 store
-// opened read-only); CORRUPTION; IO; INTERNAL.
+// opened read-only); EMBEDDER_FAILED (the built-in embedder's model); CORRUPTION; IO; INTERNAL.
 //
 // A store written by a build before persisted indexes (format 1) gets its indexes at its
 // first read-write open, which then takes time in proportion to its records (once;

@@ -49,7 +49,7 @@ impl Engine {
     /// Open the store at `path`. A store of an older format is upgraded by the caller
     /// (`crate::upgrade::open`).
     pub fn open(path: &str, opts: OpenOptions) -> Result<Engine> {
-        Ok(Engine::over(Store::open(path, opts)?, opts))
+        Ok(Engine::over(Store::open(path, opts.clone())?, opts))
     }
 
     /// The engine over an opened store: the indexes' state, with the graph cache taking the

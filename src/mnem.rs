@@ -32,17 +32,35 @@ pub struct Mnem {
     embedder: RwLock<Option<Arc<dyn EmbeddingProvider>>>,
     /// Counts `set_embedder` calls: part of the key of the C ABI's kept answers.
     embedder_changes: AtomicU64,
+    /// How many earlier events of its session an ADK event is embedded with
+    /// (`crate::embed::event_text`); `OpenOptions::embed_context`.
+    embed_context: usize,
 }
 
 impl Mnem {
     /// Open (or create) a store; `path` is a directory or `:memory:`. A store of an older
     /// format gets its indexes built here, once (`Stats::indexes_built` says how many).
+    ///
+    /// With `builtin_embedder` the built-in model is loaded first (a failure opens nothing)
+    /// and registered as the store's embedder.
     pub fn open(path: &str, opts: OpenOptions) -> Result<Mnem> {
-        Ok(Mnem::from_engine(crate::upgrade::open(path, opts)?))
+        let builtin = if opts.builtin_embedder {
+            Some(crate::embed::builtin::shared(opts.model_dir.as_deref(), crate::ffi::sys::library_path().as_deref())?)
+        } else {
+            None
+        };
+        let default_context = if builtin.is_some() { crate::embed::BUILTIN_EVENT_CONTEXT } else { 0 };
+        let embed_context = opts.embed_context.unwrap_or(default_context);
+        let mut m = Mnem::from_engine(crate::upgrade::open(path, opts)?);
+        m.embed_context = embed_context;
+        if let Some(b) = builtin {
+            m.set_embedder(Some(b));
+        }
+        Ok(m)
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Mnem {
-        Mnem { engine, embedder: RwLock::new(None), embedder_changes: AtomicU64::new(0) }
+        Mnem { engine, embedder: RwLock::new(None), embedder_changes: AtomicU64::new(0), embed_context: 0 }
     }
 
     // ---- the embedder (`embed`) ----
@@ -109,7 +127,7 @@ impl Mnem {
         self.engine.store.check_writable()?;
         let mut events = wire::adk::parse_events(events_jsonl, now_secs())?;
         if let Some(p) = self.embedder() {
-            self.engine.embed_events(ns, session_id, &mut events, false, &*p)?;
+            self.engine.embed_events(ns, session_id, &mut events, false, self.embed_context, &*p)?;
         }
         self.engine.add_session(ns, session_id, &events)
     }
@@ -128,7 +146,7 @@ impl Mnem {
         let mut events = wire::adk::parse_events(events_jsonl, now_secs())?;
         if let Some(p) = self.embedder() {
             let bucket = if session_id.is_empty() { crate::adk::UNKNOWN_SESSION_ID } else { session_id };
-            self.engine.embed_events(ns, bucket, &mut events, true, &*p)?;
+            self.engine.embed_events(ns, bucket, &mut events, true, self.embed_context, &*p)?;
         }
         self.engine.add_events(ns, session_id, &events, &opts)
     }

@@ -534,7 +534,7 @@ type Line = (String, bool);
 fn reopen(store: &Path, opts: OpenOptions) -> Mnem {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        match Mnem::open(store.to_str().unwrap(), opts) {
+        match Mnem::open(store.to_str().unwrap(), opts.clone()) {
             Err(e) if e.status == mnem::Status::Busy && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5))
             }

@@ -25,10 +25,24 @@ const BUMP: &str = "the on-disk format changed. Stored bytes may change only tog
 the goldens in tests/format.rs in the same commit. Stores written by older builds must still open: keep \
 tests/fixtures/format-v1 and its test passing";
 
-const CREATE: OpenOptions =
-    OpenOptions { create: true, read_only: false, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
-const READ_ONLY: OpenOptions =
-    OpenOptions { create: false, read_only: true, sync_writes: false, cache_bytes: mnem::store::DEFAULT_CACHE_BYTES };
+const CREATE: OpenOptions = OpenOptions {
+    create: true,
+    read_only: false,
+    sync_writes: false,
+    cache_bytes: mnem::store::DEFAULT_CACHE_BYTES,
+    builtin_embedder: false,
+    model_dir: None,
+    embed_context: None,
+};
+const READ_ONLY: OpenOptions = OpenOptions {
+    create: false,
+    read_only: true,
+    sync_writes: false,
+    cache_bytes: mnem::store::DEFAULT_CACHE_BYTES,
+    builtin_embedder: false,
+    model_dir: None,
+    embed_context: None,
+};
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

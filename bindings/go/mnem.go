@@ -11,6 +11,7 @@ package mnem
 import "C"
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -47,8 +48,16 @@ type Options struct {
 	View bool
 	// SyncWrites fsyncs every write batch ({"sync_writes": true}).
 	SyncWrites bool
-	// RawJSON, when non-empty, is passed as options_json verbatim and
-	// SyncWrites is ignored. Useful for options newer than this binding.
+	// Embedder "builtin" registers the model mnem carries ({"embedder": "builtin"}):
+	// ADK events and episodes written with Embed get vectors, and HybridSearch and Recall
+	// take text alone. No model download: the library finds the model installed beside
+	// it (ModelDir, or $MNEM_MODEL_DIR, names another folder). "" registers nothing.
+	Embedder string
+	// ModelDir is the built-in embedder's model folder ({"model_dir": ...}); "" looks
+	// where the library says (include/mnem.h, mnem_open).
+	ModelDir string
+	// RawJSON, when non-empty, is passed as options_json verbatim and the fields
+	// above that are options are ignored. Useful for options newer than this binding.
 	RawJSON string
 }
 
@@ -70,10 +79,21 @@ func (o Options) json() string {
 	if o.RawJSON != "" {
 		return o.RawJSON
 	}
+	opts := map[string]any{}
 	if o.SyncWrites {
-		return `{"sync_writes":true}`
+		opts["sync_writes"] = true
 	}
-	return ""
+	if o.Embedder != "" {
+		opts["embedder"] = o.Embedder
+	}
+	if o.ModelDir != "" {
+		opts["model_dir"] = o.ModelDir
+	}
+	if len(opts) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(opts) // strings and bools always marshal
+	return string(b)
 }
 
 // Store is an open mnem store. Use Close to release it.

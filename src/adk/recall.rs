@@ -14,7 +14,7 @@ use super::event::{memory_id, AdkEvent, Memory};
 use super::index::{self, MAX_RESULTS};
 use super::search;
 use super::state::AdkState;
-use crate::embed::{needs_vector, EmbeddingProvider};
+use crate::embed::{event_text, needs_vector, EmbeddingProvider, MAX_EVENT_CONTEXT};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::hybrid::{fuse, DEFAULT_CANDIDATES, DEFAULT_SEMANTIC_WEIGHT};
@@ -88,14 +88,17 @@ impl Engine {
         session_id: &str,
         events: &mut [(usize, AdkEvent)],
         append: bool,
+        context: usize,
         provider: &dyn EmbeddingProvider,
     ) -> Result<()> {
         let prefix = ns.prefix();
         let snap = self.store.snapshot_without_postings();
         let state = AdkState { store: &self.store, snap: &snap, prefix: &prefix };
         let now = now_ms();
-        // The bucket's visible events by memory id: (text, vector).
+        // The bucket's visible events by memory id: (text, vector); and in order, with their
+        // authors, for the context of appended events.
         let mut stored: HashMap<String, Option<Held>> = HashMap::new();
+        let mut said: Vec<(Option<String>, String)> = Vec::new();
         if let Some(b) = state.bucket(session_id)? {
             let entries: Vec<_> = index::bucket_entries(&self.store, &snap, &prefix, b.position)?
                 .into_iter()
@@ -106,6 +109,9 @@ impl Engine {
                 let held = match bytes {
                     Some(b) => {
                         let r = RecordView::parse(e.uuid, &b)?;
+                        if append && context > 0 {
+                            said.push((r.author().map(str::to_owned), r.primary.to_string()));
+                        }
                         Some((r.primary.to_string(), r.embedding()))
                     }
                     None => None,
@@ -121,18 +127,34 @@ impl Engine {
             .map(|(m, _)| m.to_string())
             .collect();
         let mut seen = HashSet::new();
+        let mut appended = HashSet::new();
         let mut todo = Vec::new();
+        let mut texts: Vec<String> = Vec::new();
         for (i, (_, ev)) in events.iter_mut().enumerate() {
-            if !needs_vector(&ev.text) || !seen.insert(ev.id.clone()) || tombstoned.contains(&ev.id) {
-                continue;
+            if needs_vector(&ev.text) && seen.insert(ev.id.clone()) && !tombstoned.contains(&ev.id) {
+                match stored.get(&ev.id) {
+                    Some(_) if append => {}
+                    Some(Some((text, Some(v)))) if *text == ev.text => ev.embedding = Some(v.clone()),
+                    _ => {
+                        // What the session holds before this event once the write is done: for
+                        // add_session the batch alone (it replaces the session), for
+                        // add_events the bucket and then the batch.
+                        let before: Vec<(Option<&str>, &str)> = said[said.len().saturating_sub(MAX_EVENT_CONTEXT)..]
+                            .iter()
+                            .map(|(a, t)| (a.as_deref(), t.as_str()))
+                            .collect();
+                        texts.push(event_text(&before, ev.author.as_deref(), &ev.text, context));
+                        todo.push(i);
+                    }
+                }
             }
-            match stored.get(&ev.id) {
-                Some(_) if append => continue,
-                Some(Some((text, Some(v)))) if *text == ev.text => ev.embedding = Some(v.clone()),
-                _ => todo.push(i),
+            let kept = !tombstoned.contains(&ev.id)
+                && !(append && (stored.contains_key(&ev.id) || !appended.insert(ev.id.clone())));
+            if context > 0 && kept {
+                said.push((ev.author.clone(), ev.text.clone()));
             }
         }
-        let texts: Vec<&str> = todo.iter().map(|&i| events[i].1.text.as_str()).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = crate::embed::run(provider, &texts)?;
         for (i, v) in todo.into_iter().zip(vectors) {
             events[i].1.embedding = Some(v);

@@ -29,7 +29,7 @@ impl Mnem {
             return Err(Error::invalid("a read-only view cannot create a store"));
         }
         let opts = OpenOptions { read_only: true, ..opts };
-        Ok(Mnem::from_engine(Engine::over(open_retrying(path, opts)?, opts)))
+        Ok(Mnem::from_engine(Engine::over(open_retrying(path, opts.clone())?, opts)))
     }
 }
 
@@ -39,7 +39,7 @@ const OPEN_ATTEMPTS: u32 = 50;
 fn open_retrying(path: &str, opts: OpenOptions) -> Result<Store> {
     let mut attempt = 1;
     loop {
-        match Store::open_with(path, opts, false) {
+        match Store::open_with(path, opts.clone(), false) {
             Err(e) if attempt < OPEN_ATTEMPTS && e.message.contains("No such file or directory") => {
                 attempt += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));

@@ -102,7 +102,7 @@ store read-only. With --json, one JSON object per line: {\"app_name\",\"user_id\
 InMemoryMemoryService (mnem_search); keyword is BM25 (mnem_keyword_search); page is one bounded \
 BM25 scan page (mnem_lexical_page); hybrid fuses BM25 and vectors (mnem_hybrid_search); recall \
 is ADK's ranking with semantic recall (mnem_recall). For hybrid and recall give --vector as a \
-JSON array, or --embedder CMD to embed the query text, else they are lexical only. With --json \
+JSON array, or --embedder builtin (or CMD) to embed the query text, else they are lexical only. With --json \
 the output is exactly the JSON the C function writes. Opens the store read-only.")]
     Search {
         #[command(flatten)]
@@ -121,9 +121,10 @@ the output is exactly the JSON the C function writes. Opens the store read-only.
         /// Hybrid and recall: the semantic weight, 0 to 1.
         #[arg(long)]
         semantic_weight: Option<f64>,
-        /// Hybrid and recall: embed the query text with CMD (run by `sh -c`), which reads one
-        /// text per line as a JSON string on stdin and writes one JSON array of numbers per
-        /// line on stdout.
+        /// Hybrid and recall: embed the query text with `builtin` (the model mnem carries; the
+        /// store's vectors must be its own) or CMD (run by `sh -c`), which reads one text per
+        /// line as a JSON string on stdin and writes one JSON array of numbers per line on
+        /// stdout.
         #[arg(long, value_name = "CMD")]
         embedder: Option<String>,
         /// Print exactly the JSON the C function writes, instead of a table.
@@ -399,8 +400,10 @@ fn search(path: &str, ns: &Ns, args: SearchArgs, as_json: bool, query: &str) -> 
     if let Some(w) = weight {
         q["semantic_weight"] = json!(w);
     }
-    if let Some(cmd) = embedder {
-        m.set_embedder(Some(Arc::new(CommandEmbedder::start(&cmd)?)));
+    match embedder.as_deref() {
+        Some("builtin") => m.set_embedder(Some(mnem::embed::builtin::installed()?)),
+        Some(cmd) => m.set_embedder(Some(Arc::new(CommandEmbedder::start(cmd)?))),
+        None => {}
     }
     let q = q.to_string();
     let mut out = Vec::new();

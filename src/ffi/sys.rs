@@ -42,3 +42,23 @@ pub fn tzset() {
     // SAFETY: tzset takes no arguments and only updates the C library's time zone state.
     unsafe { tzset() }
 }
+
+/// The file mnem's code was loaded from, resolved: `libmnem.so` when mnem is a shared
+/// library, the program when it is linked in (`dladdr(3)` of one of its own functions).
+/// The built-in embedder looks for its model beside it.
+pub fn library_path() -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: `Dl_info` is plain old data (pointers and an integer), so all-zero is valid.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let addr = library_path as *const () as *const libc::c_void;
+    // SAFETY: `addr` is the address of a function of this object and `info` a live local;
+    // dladdr only writes `info`, whose strings point into the loader's own tables.
+    let found = unsafe { libc::dladdr(addr, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr returned non-zero, so `dli_fname` is a NUL-terminated path the loader
+    // keeps for as long as the object stays loaded; it is copied before returning.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    std::fs::canonicalize(std::ffi::OsStr::from_bytes(name.to_bytes())).ok()
+}

@@ -48,7 +48,7 @@ pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 pub const MIN_CACHE_BYTES: usize = 1 << 20;
 
 /// How to open a store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenOptions {
     /// Create the store when it does not exist.
     pub create: bool,
@@ -59,11 +59,26 @@ pub struct OpenOptions {
     /// The byte budget of everything mnem caches in memory: the backend's block cache (index
     /// postings and records) gets a quarter, loaded vector graphs the rest (`crate::cache`).
     pub cache_bytes: usize,
+    /// Open with the built-in embedder registered (`crate::embed::builtin`).
+    pub builtin_embedder: bool,
+    /// The built-in embedder's model folder; None looks where `builtin::candidate_dirs` says.
+    pub model_dir: Option<std::path::PathBuf>,
+    /// How many earlier events of its session an ADK event is embedded with
+    /// (`crate::embed::event_text`); None: 2 with the built-in embedder, else 0.
+    pub embed_context: Option<usize>,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { create: false, read_only: false, sync_writes: false, cache_bytes: DEFAULT_CACHE_BYTES }
+        OpenOptions {
+            create: false,
+            read_only: false,
+            sync_writes: false,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            builtin_embedder: false,
+            model_dir: None,
+            embed_context: None,
+        }
     }
 }
 
@@ -371,7 +386,7 @@ impl Store {
                 opts.cache_bytes
             )));
         }
-        let mut backend = open_backend(path, opts, lock)?;
+        let mut backend = open_backend(path, opts.clone(), lock)?;
         let opened_format = check_format(backend.as_ref(), opts.read_only)?;
         backend.recover()?;
         Ok(Store { backend, opened_format, read_only: opts.read_only })

@@ -20,6 +20,28 @@ pub fn parse_open_options(json: &str, mut opts: OpenOptions) -> Result<OpenOptio
         if let Some(c) = f.get::<u64>("cache_bytes", "an integer number of bytes")? {
             opts.cache_bytes = usize::try_from(c).unwrap_or(usize::MAX);
         }
+        match f.get::<String>("embedder", "\"builtin\" or \"none\"")?.as_deref() {
+            None | Some("none") => {}
+            Some("builtin") => opts.builtin_embedder = true,
+            Some(other) => {
+                return Err(Error::invalid(format!("`embedder` must be \"builtin\" or \"none\", got {other:?}")))
+            }
+        }
+        if let Some(dir) = f.get::<String>("model_dir", "a folder path")? {
+            if dir.is_empty() {
+                return Err(Error::invalid("`model_dir` must not be empty"));
+            }
+            opts.model_dir = Some(dir.into());
+        }
+        if let Some(n) = f.get::<u64>("embed_context", "an integer from 0 to 16")? {
+            if n > crate::embed::MAX_EVENT_CONTEXT as u64 {
+                return Err(Error::invalid(format!(
+                    "`embed_context` must be an integer from 0 to {}, got {n}",
+                    crate::embed::MAX_EVENT_CONTEXT
+                )));
+            }
+            opts.embed_context = Some(n as usize);
+        }
         f.finish().map_err(|e| e.context("options_json"))?;
     }
     Ok(opts)

@@ -16,6 +16,8 @@ persist in the store directory. Every store call runs in a worker thread
 With an `embedder` (see `MemoryEmbedder`), the service registers it on the store: the library
 stores each event and memory with the vector of its text, in the same write, and
 `search_memory` answers by `mnem_recall` (ADK's ranking fused with vector similarity).
+`embedder="builtin"` (URI option `embedder=builtin`) uses the model the library carries
+(all-MiniLM-L6-v2, shipped inside this wheel): semantic recall with nothing to set up.
 """
 from __future__ import annotations
 
@@ -92,6 +94,12 @@ def _float_option(name: str, value: str) -> float:
         raise ValueError(f"mnem URI option {name}={value!r}: expected a number") from None
 
 
+def _embedder_option(name: str, value: str) -> Optional[str]:
+    if value in ("builtin", "none"):
+        return None if value == "none" else value
+    raise ValueError(f"mnem URI option {name}={value!r}: expected builtin or none")
+
+
 # URI query option -> (keyword argument of MnemMemoryService, parser)
 _URI_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "sync_writes": ("sync_writes", _bool_option),
@@ -99,6 +107,7 @@ _URI_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "create": ("create", _bool_option),
     "cache_bytes": ("cache_bytes", _int_option),
     "semantic_weight": ("semantic_weight", _float_option),
+    "embedder": ("embedder", _embedder_option),
 }
 
 
@@ -109,7 +118,8 @@ def parse_uri(uri: str, agents_dir: Optional[str] = None) -> tuple[str, dict[str
     `mnem:///abs/dir` (absolute), `mnem://rel/dir` (relative to `agents_dir`, the agents
     directory ADK passes, else to the working directory), `mnem://:memory:` (a store inside
     the process). Query options: sync_writes, read_only, create (true/false), cache_bytes
-    (integer), semantic_weight (0 to 1). Anything else is a ValueError naming it.
+    (integer), semantic_weight (0 to 1), embedder (builtin or none). Anything else is a
+    ValueError naming it.
     """
     if isinstance(uri, str) and "+postgres" in uri.split("://", 1)[0]:
         return _parse_postgres_uri(uri)
@@ -266,8 +276,9 @@ class MnemMemoryService(BaseMemoryService):
 
     `path` is the store directory; alternatively `uri` (a mnem:// URI, see `parse_uri`) with
     `agents_dir` for relative ones, as ADK's service registry and services.yaml pass them.
-    `embedder` turns on semantic recall (see `MemoryEmbedder`); `semantic_weight` is then
-    the vector channel's weight in hybrid search (default 0.5; BM25 gets the rest).
+    `embedder` turns on semantic recall (a `MemoryEmbedder`, or "builtin" for the model the
+    library carries); `semantic_weight` is then the vector channel's weight in hybrid search
+    (default 0.5; BM25 gets the rest).
     Close with `await service.close()` or `async with` in async code, `close()` or `with`
     elsewhere.
     """
@@ -275,7 +286,7 @@ class MnemMemoryService(BaseMemoryService):
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, uri: Optional[str] = None,
                  agents_dir: Optional[str] = None, create: Optional[bool] = None, read_only: bool = False,
                  sync_writes: bool = False, cache_bytes: Optional[int] = None, store: Optional[Store] = None,
-                 embedder: Optional[MemoryEmbedder] = None,
+                 embedder: Optional[Union[MemoryEmbedder, str]] = None,
                  semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT):
         if uri is not None:
             if path is not None or store is not None:
@@ -286,10 +297,17 @@ class MnemMemoryService(BaseMemoryService):
             sync_writes = opts.get("sync_writes", sync_writes)
             cache_bytes = opts.get("cache_bytes", cache_bytes)
             semantic_weight = opts.get("semantic_weight", semantic_weight)
+            embedder = opts.get("embedder", embedder)
         if not (isinstance(semantic_weight, (int, float)) and math.isfinite(semantic_weight)
                 and 0 <= semantic_weight <= 1):
             raise ValueError(f"semantic_weight must be a number from 0 to 1, got {semantic_weight!r}")
-        if embedder is not None:
+        builtin = embedder == "builtin"
+        if isinstance(embedder, str) and not builtin:
+            raise ValueError(f"embedder must be \"builtin\" or a MemoryEmbedder, got {embedder!r}")
+        if builtin and store is not None:
+            raise ValueError("embedder=\"builtin\" is an option of the store's open: open the Store with "
+                             "options={\"embedder\": \"builtin\"} instead")
+        if embedder is not None and not builtin:
             dims = getattr(embedder, "dimensions", None)
             if not callable(getattr(embedder, "embed", None)) or not isinstance(dims, int) or dims <= 0:
                 raise TypeError("embedder must have an int `dimensions` > 0 and an `embed(texts)` method")
@@ -302,7 +320,9 @@ class MnemMemoryService(BaseMemoryService):
             if path != ":memory:" and not remote and not read_only and create is not False:
                 # mnem creates the store directory, not its parents.
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            options = {"cache_bytes": cache_bytes} if cache_bytes is not None else None
+            options: dict[str, Any] = {"cache_bytes": cache_bytes} if cache_bytes is not None else {}
+            if builtin:
+                options["embedder"] = "builtin"
             store = Store(path, create=create, read_only=read_only, sync_writes=sync_writes, options=options)
         self.store = store
         self.embedder = embedder
@@ -311,7 +331,7 @@ class MnemMemoryService(BaseMemoryService):
         # library calls the embedder from that call's worker thread).
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
-        if embedder is not None:
+        if embedder is not None and not builtin:
             store.set_embedder(self._embed_one)
 
     # -- lifecycle ---------------------------------------------------------------------------

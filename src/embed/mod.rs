@@ -2,7 +2,10 @@
 //! given to one search (`Mnem::hybrid_search_with`). This module holds the one rule of when a
 //! text needs a vector (`needs_vector`), which text of an episode is embedded
 //! (`episode_text`), and `run`, the only path from mnem to an embedder: it checks what comes
-//! back and turns every failure, a panic included, into `Status::EmbedderFailed`.
+//! back and turns every failure, a panic included, into `Status::EmbedderFailed`. The
+//! built-in model (`"embedder": "builtin"`) is `builtin`.
+
+pub mod builtin;
 
 use crate::error::{Error, Result, Status};
 use crate::record::{check_embedding, MAX_DIMENSION};
@@ -23,6 +26,11 @@ pub trait EmbeddingProvider: Send + Sync {
     fn dimensions(&self) -> Option<usize> {
         None
     }
+
+    /// The model's name, when the embedder knows it (the built-in one does).
+    fn model(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The one rule of when a text needs a vector: unless it is blank, that is empty or only
@@ -37,6 +45,31 @@ pub fn needs_vector(text: &str) -> bool {
 /// secondary and context texts that are not blank, in that order, joined by one newline.
 pub fn episode_text(primary: &str, secondary: &str, context: &str) -> String {
     [primary, secondary, context].into_iter().filter(|t| needs_vector(t)).collect::<Vec<_>>().join("\n")
+}
+
+/// How many earlier events of its session an ADK event is embedded with by default: 2 with
+/// the built-in embedder, none with the caller's (which gets each event's own text).
+pub const BUILTIN_EVENT_CONTEXT: usize = 2;
+/// The most `embed_context` may ask for.
+pub const MAX_EVENT_CONTEXT: usize = 16;
+
+/// The text an ADK event is embedded from with `context` > 0: the `context` events before it
+/// in its session (`before`, oldest first; blank ones skipped) and the event itself, each
+/// written `author: text`, joined by one space. A turn of a conversation is often an answer
+/// ("Yes, twice last year") that means something only after what was asked; its author
+/// says whose memory it is. With `context` 0 it is the event's text alone.
+pub fn event_text(before: &[(Option<&str>, &str)], author: Option<&str>, text: &str, context: usize) -> String {
+    if context == 0 {
+        return text.to_string();
+    }
+    let said = |a: Option<&str>, t: &str| match a {
+        Some(a) if !a.is_empty() => format!("{a}: {t}"),
+        _ => t.to_string(),
+    };
+    let earlier: Vec<String> = before.iter().filter(|(_, t)| needs_vector(t)).map(|(a, t)| said(*a, t)).collect();
+    let mut parts: Vec<String> = earlier[earlier.len().saturating_sub(context)..].to_vec();
+    parts.push(said(author, text));
+    parts.join(" ")
 }
 
 fn failed(message: impl Into<String>) -> Error {
@@ -117,6 +150,16 @@ mod tests {
         }
         assert_eq!(episode_text("a", " ", "c"), "a\nc");
         assert_eq!(episode_text("", "", ""), "");
+    }
+
+    #[test]
+    fn event_text_takes_the_last_context_events_with_their_authors() {
+        let before = [(Some("a"), "one"), (None, "two"), (Some("b"), " "), (Some(""), "three")];
+        assert_eq!(event_text(&before, Some("b"), "four", 0), "four");
+        assert_eq!(event_text(&before, Some("b"), "four", 1), "three b: four");
+        assert_eq!(event_text(&before, Some("b"), "four", 2), "two three b: four");
+        assert_eq!(event_text(&before, None, "four", 9), "a: one two three four");
+        assert_eq!(event_text(&[], Some("u"), "x", 2), "u: x");
     }
 
     #[test]
