@@ -335,3 +335,34 @@ fn search_embeds_the_query_through_an_embedder_command() {
     let _ = std::fs::remove_file(&script);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `search --embedder builtin`: the tool embeds the query with the model mnem carries
+/// ($MNEM_MODEL_DIR here, beside the installed tool after scripts/install).
+#[test]
+fn search_embeds_the_query_with_the_builtin_model() {
+    let dir = tempdir("builtin");
+    {
+        let opts = OpenOptions { create: true, builtin_embedder: true, ..Default::default() };
+        let m = Mnem::open(&dir, opts).expect("open with the built-in embedder (run scripts/model)");
+        let note = |t: &str| EpisodeInput { primary: t.into(), embed: true, ..Default::default() };
+        m.put_episodes(&Namespace::new("a", "u"), vec![note("Alice prefers green tea"), note("the printer is broken")])
+            .unwrap();
+    }
+    let out = run_ok(&[
+        "search",
+        &dir,
+        "--app",
+        "a",
+        "--user",
+        "u",
+        "--kind",
+        "hybrid",
+        "--embedder",
+        "builtin",
+        "--json",
+        "a hot drink",
+    ]);
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["results"][0]["record"]["primary"], "Alice prefers green tea", "{v}");
+    assert!(v["results"][0]["semantic_score"].as_f64().unwrap() > 0.0);
+}

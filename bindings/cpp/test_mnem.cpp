@@ -249,6 +249,25 @@ void test_embedder() {
   }
 }
 
+// The built-in embedder by its open option: found by meaning from text alone (the vectors
+// themselves are checked against the model's reference by the Rust tests).
+void test_builtin_embedder() {
+  mnem::Store s(":memory:", MNEM_OPEN_CREATE, R"({"embedder":"builtin"})");
+  s.put_episodes(A, U, "{\"primary\":\"Alice prefers green tea\",\"embed\":true}\n"
+                       "{\"primary\":\"the printer on floor two is broken\",\"embed\":true}");
+  mnem::HybridQuery q;
+  q.text = "a hot drink";
+  auto hits = s.hybrid_search(A, U, q);
+  CHECK(hits.size() == 2 && hits[0].record.primary == "Alice prefers green tea");
+  CHECK(hits[0].keyword_score == 0 && hits[0].semantic_score > 0);
+  try {
+    mnem::Store bad(":memory:", MNEM_OPEN_CREATE, R"({"embedder":"builtin","model_dir":"/nonexistent/model"})");
+    CHECK(false && "opened without a model");
+  } catch (const mnem::Error& e) {
+    CHECK(e.status() == MNEM_STATUS_EMBEDDER_FAILED && e.message().find("/nonexistent/model") != std::string::npos);
+  }
+}
+
 void test_buffer_growth() {
   mnem::Store s(":memory:");
   std::string batch;
@@ -714,6 +733,7 @@ int main() {
   run("open_errors", test_open_errors);
   run("bad_input", test_bad_input);
   run("embedder", test_embedder);
+  run("builtin_embedder", test_builtin_embedder);
   run("buffer_growth", test_buffer_growth);
   run("threads", test_threads);
   run("typed", test_typed);
