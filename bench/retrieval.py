@@ -34,6 +34,8 @@ The systems:
   untouched: the library embeds every event as it is written (with the two before it in its
   session, `author: text`) and each question from its text alone (`mnem_hybrid_search` with
   no vector, semantic weight W; `builtin dense` is weight 1). Its ingest rate is printed.
+  `builtin recall@0.5` is `mnem_recall` on that store, what `MnemMemoryService(embedder=
+  "builtin")` answers: ADK's own ranking (not BM25) fused with the vectors.
 
 Prints a table per metric and, last, one JSON line with every figure.
 """
@@ -181,6 +183,18 @@ class BuiltinHybrid:
     def search(self, conv, q):
         query = {"text": q, "semantic_weight": self.weight, "limit": max(KS)}
         return [h["record"]["event_id"] for h in self.store.hybrid_search(APP, conv, query)["results"]]
+
+
+class BuiltinRecall:
+    """`mnem_recall` on the built-in embedder's store: what `MnemMemoryService(embedder=
+    "builtin")` answers (ADK's ranking fused with the vectors, at most 10 memories)."""
+
+    def __init__(self, m, weight):
+        self.store, self.weight = m.store, weight
+        self.name = f"builtin recall@{weight:g}"
+
+    def search(self, conv, q):
+        return [e["id"] for e in self.store.recall(APP, conv, {"text": q, "semantic_weight": self.weight})["memories"]]
 
 
 class MnemSearch:
@@ -443,6 +457,7 @@ def main():
     if a.builtin:
         builtin = BuiltinStore(convs, a.model_dir)
         systems += [BuiltinHybrid(builtin, float(w)) for w in a.builtin.split(",") if w]
+        systems.append(BuiltinRecall(builtin, 0.5))
     if emb:
         systems.append(Dense(convs, vectors, emb.one))
         systems += [MnemHybrid(store, emb.one, float(w), a.candidates) for w in a.weights.split(",") if w]
