@@ -44,14 +44,18 @@ impl Mnem {
     /// With `builtin_embedder` the built-in model is loaded first (a failure opens nothing)
     /// and registered as the store's embedder.
     pub fn open(path: &str, opts: OpenOptions) -> Result<Mnem> {
-        let builtin = if opts.builtin_embedder {
-            Some(crate::embed::builtin::shared(opts.model_dir.as_deref(), crate::ffi::sys::library_path().as_deref())?)
-        } else {
-            None
-        };
+        Mnem::open_engine(opts, |o| crate::upgrade::open(path, o))
+    }
+
+    /// The embedder `opts` asks for, loaded before `open` opens the engine (so a missing model
+    /// opens nothing), then the handle over that engine with it registered: the one path of
+    /// `open` and `open_view`.
+    pub(crate) fn open_engine(opts: OpenOptions, open: impl FnOnce(OpenOptions) -> Result<Engine>) -> Result<Mnem> {
+        let builtin =
+            if opts.builtin_embedder { Some(crate::embed::builtin::shared(opts.model_dir.as_deref())?) } else { None };
         let default_context = if builtin.is_some() { crate::embed::BUILTIN_EVENT_CONTEXT } else { 0 };
         let embed_context = opts.embed_context.unwrap_or(default_context);
-        let mut m = Mnem::from_engine(crate::upgrade::open(path, opts)?);
+        let mut m = Mnem::from_engine(open(opts)?);
         m.embed_context = embed_context;
         if let Some(b) = builtin {
             m.set_embedder(Some(b));

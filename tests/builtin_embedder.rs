@@ -183,3 +183,30 @@ fn embed_context_is_the_callers_choice_with_their_own_embedder() {
         assert_eq!(*r.0.lock().unwrap(), want, "embed_context {context:?}");
     }
 }
+
+/// A read-only view (`MNEM_OPEN_VIEW`) opened with the built-in embedder has it too: text
+/// alone finds what the writer stored with its vectors.
+#[test]
+fn a_view_opened_with_the_builtin_embedder_embeds_its_queries() {
+    let dir = tempdir();
+    let path = dir.join("store");
+    let path = path.to_str().unwrap();
+    {
+        let opts =
+            OpenOptions { create: true, builtin_embedder: true, model_dir: Some(model_dir()), ..Default::default() };
+        let m = Mnem::open(path, opts).unwrap();
+        let note = |t: &str| EpisodeInput { primary: t.into(), embed: true, ..Default::default() };
+        m.put_episodes(&Namespace::new("a", "u"), vec![note("Alice prefers green tea"), note("the printer is broken")])
+            .unwrap();
+    }
+    let view = Mnem::open_view(
+        path,
+        OpenOptions { builtin_embedder: true, model_dir: Some(model_dir()), ..Default::default() },
+    )
+    .unwrap();
+    let q = HybridQuery { limit: 1, ..HybridQuery::new("a hot drink") };
+    let found = view.hybrid_search(&Namespace::new("a", "u"), &q).unwrap();
+    assert_eq!(found[0].record.primary, "Alice prefers green tea");
+    assert!(found[0].semantic_score > 0.0 && found[0].keyword_score == 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -14,14 +14,14 @@ use super::event::{memory_id, AdkEvent, Memory};
 use super::index::{self, MAX_RESULTS};
 use super::search;
 use super::state::AdkState;
-use crate::embed::{event_text, needs_vector, EmbeddingProvider, MAX_EVENT_CONTEXT};
+use crate::embed::{event_text, needs_vector, EmbeddingProvider};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::hybrid::{fuse, DEFAULT_CANDIDATES, DEFAULT_SEMANTIC_WEIGHT};
 use crate::keys::Namespace;
 use crate::record::RecordView;
 use crate::store::{now_ms, Snapshot};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use uuid::Uuid;
 
 /// The episode type of the recall copies the Python service wrote before this module.
@@ -95,10 +95,18 @@ impl Engine {
         let snap = self.store.snapshot_without_postings();
         let state = AdkState { store: &self.store, snap: &snap, prefix: &prefix };
         let now = now_ms();
-        // The bucket's visible events by memory id: (text, vector); and in order, with their
-        // authors, for the context of appended events.
+        // The bucket's visible events by memory id: (text, vector); and the last `context`
+        // events with text, with their authors, for the context of the next one.
         let mut stored: HashMap<String, Option<Held>> = HashMap::new();
-        let mut said: Vec<(Option<String>, String)> = Vec::new();
+        let mut said: VecDeque<(Option<String>, String)> = VecDeque::with_capacity(context + 1);
+        let say = |said: &mut VecDeque<_>, author: Option<&str>, text: &str| {
+            if context > 0 && needs_vector(text) {
+                if said.len() == context {
+                    said.pop_front();
+                }
+                said.push_back((author.map(str::to_owned), text.to_owned()));
+            }
+        };
         if let Some(b) = state.bucket(session_id)? {
             let entries: Vec<_> = index::bucket_entries(&self.store, &snap, &prefix, b.position)?
                 .into_iter()
@@ -109,8 +117,8 @@ impl Engine {
                 let held = match bytes {
                     Some(b) => {
                         let r = RecordView::parse(e.uuid, &b)?;
-                        if append && context > 0 {
-                            said.push((r.author().map(str::to_owned), r.primary.to_string()));
+                        if append {
+                            say(&mut said, r.author(), r.primary);
                         }
                         Some((r.primary.to_string(), r.embedding()))
                     }
@@ -139,10 +147,8 @@ impl Engine {
                         // What the session holds before this event once the write is done: for
                         // add_session the batch alone (it replaces the session), for
                         // add_events the bucket and then the batch.
-                        let before: Vec<(Option<&str>, &str)> = said[said.len().saturating_sub(MAX_EVENT_CONTEXT)..]
-                            .iter()
-                            .map(|(a, t)| (a.as_deref(), t.as_str()))
-                            .collect();
+                        let before: Vec<(Option<&str>, &str)> =
+                            said.iter().map(|(a, t)| (a.as_deref(), t.as_str())).collect();
                         texts.push(event_text(&before, ev.author.as_deref(), &ev.text, context));
                         todo.push(i);
                     }
@@ -150,8 +156,8 @@ impl Engine {
             }
             let kept = !tombstoned.contains(&ev.id)
                 && !(append && (stored.contains_key(&ev.id) || !appended.insert(ev.id.clone())));
-            if context > 0 && kept {
-                said.push((ev.author.clone(), ev.text.clone()));
+            if kept {
+                say(&mut said, ev.author.as_deref(), &ev.text);
             }
         }
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();

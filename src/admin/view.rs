@@ -29,7 +29,7 @@ impl Mnem {
             return Err(Error::invalid("a read-only view cannot create a store"));
         }
         let opts = OpenOptions { read_only: true, ..opts };
-        Ok(Mnem::from_engine(Engine::over(open_retrying(path, opts.clone())?, opts)))
+        Mnem::open_engine(opts, |o| Ok(Engine::over(open_retrying(path, o.clone())?, o)))
     }
 }
 

@@ -401,7 +401,7 @@ fn search(path: &str, ns: &Ns, args: SearchArgs, as_json: bool, query: &str) -> 
         q["semantic_weight"] = json!(w);
     }
     match embedder.as_deref() {
-        Some("builtin") => m.set_embedder(Some(mnem::embed::builtin::installed()?)),
+        Some("builtin") => m.set_embedder(Some(mnem::embed::builtin::shared(None)?)),
         Some(cmd) => m.set_embedder(Some(Arc::new(CommandEmbedder::start(cmd)?))),
         None => {}
     }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
-/// The model's name, recorded with the vectors it makes.
+/// The model's name (`EmbeddingProvider::model`).
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 pub const DIMENSIONS: usize = 384;
 /// sentence-transformers' `max_seq_length` for this model: longer texts are truncated.
@@ -85,6 +85,9 @@ impl Builtin {
         let read =
             |f: &str| std::fs::read(dir.join(f)).map_err(|e| failed(&format!("reading {}", dir.join(f).display()), e));
         let config: Config = serde_json::from_slice(&read("config.json")?).map_err(|e| failed("config.json", e))?;
+        if config.hidden_size != DIMENSIONS {
+            return Err(failed("config.json", format!("hidden_size {} is not {DIMENSIONS}", config.hidden_size)));
+        }
         let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?).map_err(|e| failed("tokenizer.json", e))?;
         tokenizer
             .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
@@ -96,9 +99,6 @@ impl Builtin {
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| failed("model.safetensors", e))?;
         let model = BertModel::load(vb, &config).map_err(|e| failed("model.safetensors", e))?;
-        if config.hidden_size != DIMENSIONS {
-            return Err(failed("config.json", format!("hidden_size {} is not {DIMENSIONS}", config.hidden_size)));
-        }
         Ok(Builtin { model, tokenizer })
     }
 
@@ -151,16 +151,12 @@ impl EmbeddingProvider for Builtin {
     }
 }
 
-/// The model installed where `candidate_dirs` looks without an explicit folder.
-pub fn installed() -> Result<Arc<dyn EmbeddingProvider>> {
-    shared(None, crate::ffi::sys::library_path().as_deref())
-}
-
-/// The model loaded from the folder `find_model_dir` picks, shared by every store of the
-/// process that uses it (each load costs 87 MiB and about a tenth of a second).
-pub fn shared(explicit: Option<&Path>, lib_path: Option<&Path>) -> Result<Arc<dyn EmbeddingProvider>> {
+/// The model loaded from the folder `find_model_dir` picks (`explicit`, else where it looks
+/// beside this library), shared by every store of the process that uses it (each load costs
+/// 87 MiB and about a tenth of a second).
+pub fn shared(explicit: Option<&Path>) -> Result<Arc<dyn EmbeddingProvider>> {
     static LOADED: Mutex<Vec<(PathBuf, Weak<Builtin>)>> = Mutex::new(Vec::new());
-    let dir = find_model_dir(explicit, lib_path)?;
+    let dir = find_model_dir(explicit, crate::ffi::sys::library_path().as_deref())?;
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
     let mut loaded = LOADED.lock();
     loaded.retain(|(_, w)| w.strong_count() > 0);
