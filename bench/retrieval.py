@@ -186,15 +186,17 @@ class BuiltinHybrid:
 
 
 class BuiltinRecall:
-    """`mnem_recall` on the built-in embedder's store: what `MnemMemoryService(embedder=
-    "builtin")` answers (ADK's ranking fused with the vectors, at most 10 memories)."""
+    """`mnem_recall` on the built-in embedder's store in one mode: what `MnemMemoryService(
+    embedder="builtin", search_mode=mode)` answers (10 memories). `hybrid` fuses BM25 with the
+    vectors, `adk_vectors` ADK's ranking; `bm25` and `adk` use no vector."""
 
-    def __init__(self, m, weight):
-        self.store, self.weight = m.store, weight
-        self.name = f"builtin recall@{weight:g}"
+    def __init__(self, m, weight, mode):
+        self.store, self.weight, self.mode = m.store, weight, mode
+        self.name = f"builtin recall {mode}@{weight:g}" if mode in ("hybrid", "adk_vectors") else f"recall {mode}"
 
     def search(self, conv, q):
-        return [e["id"] for e in self.store.recall(APP, conv, {"text": q, "semantic_weight": self.weight})["memories"]]
+        query = {"text": q, "semantic_weight": self.weight, "mode": self.mode}
+        return [e["id"] for e in self.store.recall(APP, conv, query)["memories"]]
 
 
 class MnemSearch:
@@ -457,7 +459,7 @@ def main():
     if a.builtin:
         builtin = BuiltinStore(convs, a.model_dir)
         systems += [BuiltinHybrid(builtin, float(w)) for w in a.builtin.split(",") if w]
-        systems.append(BuiltinRecall(builtin, 0.5))
+        systems += [BuiltinRecall(builtin, 0.5, mode) for mode in ("adk_vectors", "hybrid", "bm25")]
     if emb:
         systems.append(Dense(convs, vectors, emb.one))
         systems += [MnemHybrid(store, emb.one, float(w), a.candidates) for w in a.weights.split(",") if w]

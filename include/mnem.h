@@ -353,7 +353,10 @@ mnem_status mnem_search(const struct mnem_store *store,
 // `id` (UUID; omitted: a new UUIDv7), `episode_type` (default "episode"), `tags`,
 // `primary`, `secondary`, `context` (the searchable text), `metadata` (object),
 // `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
-// `content` (any JSON), `embedding` (array of 1 to 16,384 numbers: the namespace's first
+// `content` (any JSON), `embedding_model` (the name of the model that made `embedding`; the
+// namespace's first vector fixes its model, and a vector of another model, or unnamed
+// against a named one, is INVALID_ARGUMENT; the store's embedder names its own, the built-in
+// one "all-MiniLM-L6-v2"), `embedding` (array of 1 to 16,384 numbers: the namespace's first
 // vector fixes the dimension) or `embed` (true: the store's embedder, `mnem_set_embedder`,
 // embeds the episode's non-blank primary, secondary and context texts joined by "\n",
 // before the write takes the writers' lock; all three blank: no vector). An existing id becomes a new revision; a deleted id cannot be reused.
@@ -423,8 +426,14 @@ mnem_status mnem_delete_episodes(struct mnem_store *store,
 
 // BM25 over every visible episode of the namespace (primary, secondary and context text;
 // k1 1.2, b 0.75, f64). Query `{"text", "limit" (0-1000, default 10), "episode_type",
-// "tag"}`; text without terms or limit 0 returns no results. Writes
+// "tag"}` and the hit filters below; text without terms or limit 0 returns no results. Writes
 // `{"results":[{"record":Episode,"score":f64}...]}`, score descending, ties by UUID.
+// Hit filters (keyword, substring and hybrid queries, and `mnem_recall`): `"session_id"` and
+// `"author"` (the record's equal this), `"since"` (inclusive) and `"until"` (exclusive): the
+// record's time, its `timestamp` or else its creation time, in seconds since the Unix epoch
+// (`since` after `until` is INVALID_ARGUMENT), and `"min_score"` (the hit's score is at
+// least this; not for substring search). They choose which hits are returned and change no
+// score: BM25's statistics stay those of the corpus `episode_type` and `tag` choose.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, text over 4096
 // bytes or 64 terms); BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_keyword_search(const struct mnem_store *store,
@@ -462,7 +471,8 @@ mnem_status mnem_lexical_page(const struct mnem_store *store,
 
 // Substring search (Rust: `Mnem::search_episodes`): visible episodes whose primary,
 // secondary or context text contains `text`, compared in lowercase. Query `{"text"
-// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`; limit 0 returns no
+// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}` and the hit filters of
+// `mnem_keyword_search` but `min_score`; limit 0 returns no
 // results. Writes `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly
 // creation order).
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
@@ -479,7 +489,10 @@ mnem_status mnem_substring_search(const struct mnem_store *store,
 // reciprocal rank fusion. Query `{"text", "vector" (optional array of up to 16,384 numbers),
 // "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
 // is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
-// default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a
+// default 4, saturating), "episode_type", "tag", "vector_model" (the model that made `vector`:
+// a namespace holds one model's vectors, see `mnem_put_episodes`)}` and the hit filters of
+// `mnem_keyword_search`, which apply to both channels (`min_score` to the fused score).
+// Lexical weight = 1 - semantic_weight; a
 // zero-weight channel takes no part; without `vector`, or without a live vector in the
 // namespace (all deleted or expired counts as none), the lexical weight is 1. Without `vector`
 // and with an embedder registered (`mnem_set_embedder`), the embedder embeds `text` when the
@@ -579,7 +592,7 @@ mnem_status mnem_list_namespaces(const struct mnem_store *store,
 // One namespace's statistics, counted by a scan of its keys (time in proportion to them):
 // `{"records":{"keys","bytes"}, "live", "deleted", "expired", "buckets", "bucket_events",
 // "memory_tombstones", "adk":{"keys","bytes"}, "index":{"bm25":{"keys","bytes"},
-// "adk":{...},"vector":{...}}, "dimension": N|null, "approximate_file_bytes"}`. `records`
+// "adk":{...},"vector":{...}}, "dimension": N|null, "embedding_model": string|null, "approximate_file_bytes"}`. `records`
 // are the stored episode records (one per episode, tombstones included), split into `live`
 // (visible now), `deleted` and `expired`; `buckets`, `bucket_events` and `memory_tombstones`
 // count ADK sessions, the events they hold and `mnem_delete_memory` ids; `adk` and `index`
@@ -705,19 +718,29 @@ mnem_status mnem_hybrid_search_with(const struct mnem_store *store,
                                     size_t *out_len,
                                     struct mnem_error *err);
 
-// ADK `search_memory` with semantic recall: ADK's ranking (`mnem_search`) fused with the
-// nearest vectors of the namespace's ADK events and memories (those `mnem_add_session`,
-// `mnem_add_events` and `mnem_put_episodes` stored with a vector) by the weighted
-// reciprocal rank fusion of `mnem_hybrid_search`. Query `{"text" (required), "vector"
-// (optional; without it the store's embedder embeds `text`), "limit" (0-10, default 10),
-// "semantic_weight" (finite, 0-1, default 0.5), "candidates" (the vector channel ranks
-// `limit × candidates`, default 4)}`. Deleted, expired and forgotten memories are never
-// found by either channel. Without a vector (no `vector`, no embedder) or without a live
-// vector in the namespace, or with `semantic_weight` 0, the answer is `mnem_search`'s.
-// Blank text or limit 0 returns no memories. Writes `mnem_search`'s
-// `{"memories":[MemoryEntry...]}`, best first.
+// ADK `search_memory` with the controls ADK lacks: a ranking mode, a limit, filters and
+// semantic recall. Query `{"text" (required), "mode", "vector" (optional; without it the
+// store's embedder embeds `text` in the modes that use vectors), "vector_model" (as in
+// `mnem_hybrid_search`), "limit" (0-100, default 10), "semantic_weight" (finite, 0-1, default
+// 0.5), "candidates" (each ranking fused gives `limit × candidates`, default 4)}` and the hit
+// filters of `mnem_keyword_search`. `mode`:
+// - "adk_vectors" (the default): ADK's ranking (`mnem_search`) fused with the nearest vectors
+//   of the namespace's ADK events and memories (those `mnem_add_session`, `mnem_add_events`
+//   and `mnem_put_episodes` stored with a vector) by the weighted reciprocal rank fusion of
+//   `mnem_hybrid_search`;
+// - "hybrid": BM25 over the ADK events and memories (their first 4096 bytes and 64 distinct
+//   terms) fused with the nearest vectors likewise;
+// - "bm25": that BM25 ranking alone; "adk": ADK's ranking alone.
+//
+// Without a vector (no `vector`, no embedder) or without a live vector in the namespace, or
+// with `semantic_weight` 0, a fused mode answers with its lexical ranking ("adk_vectors" then
+// answers as `mnem_search`). Each ranking ranks only the memories the hit filters accept (ADK's: at
+// most 10, as ADK would rank a memory holding only those). `min_score` applies to BM25's score
+// ("bm25") or the fused score; "adk" has no score and refuses it. Deleted, expired and
+// forgotten memories are never found. Blank text or limit 0 returns no memories. Writes
+// `mnem_search`'s `{"memories":[MemoryEntry...]}`, best first.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, vector
-// dimension); EMBEDDER_FAILED; BUSY; IO; CORRUPTION; INTERNAL.
+// dimension or model); EMBEDDER_FAILED; BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_recall(const struct mnem_store *store,
                         struct mnem_str app,
                         struct mnem_str user,

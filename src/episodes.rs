@@ -8,6 +8,7 @@ use crate::keys::Namespace;
 use crate::record::{Episode, RecordView};
 use crate::store::now_ms;
 use crate::txn::Writers;
+use crate::vector::VectorSpace;
 use uuid::Uuid;
 
 pub use crate::record::{check_embedding, EpisodeInput, Expiry, DEFAULT_EPISODE_TYPE, MAX_DIMENSION};
@@ -48,7 +49,8 @@ impl Engine {
     ) -> Result<Vec<Uuid>> {
         let writers = Writers::lock(self)?;
         let mut txn = writers.begin(ns)?;
-        let mut dim = self.vectors.dimension(&self.store, txn.snapshot(), ns)?;
+        let before = self.vectors.space(&self.store, txn.snapshot(), ns)?;
+        let mut space = before.clone();
         txn.episodes.prefetch(inputs.iter().filter_map(|i| i.id))?;
         // The memory ids `upsert` checks for `delete_memory` tombstones (a new UUID has none).
         let memories: Vec<String> = inputs
@@ -62,19 +64,15 @@ impl Engine {
             let line = line_of(i);
             if let Some(v) = &input.embedding {
                 let d = check_embedding(v).map_err(|e| e.context(format!("line {line}")))?;
-                match dim {
-                    Some(expected) if expected != d => {
-                        return Err(Error::invalid(format!(
-                            "line {line}: `embedding` has {d} dimensions; this namespace's vectors have {expected}"
-                        )))
-                    }
-                    _ => dim = Some(d),
-                }
+                VectorSpace::admit(&mut space, d, input.embedding_model.as_deref())
+                    .map_err(|why| Error::invalid(format!("line {line}: `embedding` {why}")))?;
             }
             let now = txn.now;
             ids.push(txn.episodes.upsert(input, now).map_err(|e| e.context(format!("line {line}")))?);
         }
-        self.vectors.stage_dimension(&mut txn.batch, ns, dim);
+        if space != before {
+            self.vectors.stage_space(&mut txn.batch, ns, space.as_ref());
+        }
         txn.commit()?;
         Ok(ids)
     }

@@ -4,9 +4,10 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::filter::HitFilter;
 use crate::keys::Namespace;
 use crate::lexical::{Filter, KeywordQuery, DEFAULT_LIMIT, MAX_SEARCH_LIMIT};
-use crate::record::{Episode, ScanView};
+use crate::record::{Episode, RecordView};
 use crate::store::{now_ms, Snapshot};
 use crate::vector::VectorsRead;
 use std::collections::HashMap;
@@ -22,6 +23,9 @@ pub use crate::embed::EmbeddingProvider;
 pub struct HybridQuery {
     pub text: String,
     pub vector: Option<Vec<f32>>,
+    /// The model that made `vector` (`crate::vector::VectorSpace`): it must be the model of
+    /// the namespace's vectors. `None`: the caller's, unnamed.
+    pub vector_model: Option<String>,
     pub limit: usize,
     /// In [0, 1]; the lexical weight is `1 - semantic_weight`.
     pub semantic_weight: f64,
@@ -29,6 +33,8 @@ pub struct HybridQuery {
     pub candidates: usize,
     pub episode_type: Option<String>,
     pub tag: Option<String>,
+    /// Which hits are returned; `min_score` applies to the fused score.
+    pub hits: HitFilter,
 }
 
 impl HybridQuery {
@@ -36,11 +42,13 @@ impl HybridQuery {
         HybridQuery {
             text: text.into(),
             vector: None,
+            vector_model: None,
             limit: DEFAULT_LIMIT,
             semantic_weight: DEFAULT_SEMANTIC_WEIGHT,
             candidates: DEFAULT_CANDIDATES,
             episode_type: None,
             tag: None,
+            hits: HitFilter::default(),
         }
     }
 
@@ -57,6 +65,7 @@ impl HybridQuery {
         if self.candidates == 0 {
             return Err(Error::invalid("`candidates` must be a positive integer"));
         }
+        self.hits.validate()?;
         if let Some(v) = &self.vector {
             crate::episodes::check_embedding(v)
                 .map_err(|e| Error::invalid(e.message.replace("`embedding`", "`vector`")))?;
@@ -113,13 +122,15 @@ impl Engine {
     /// namespace's graph when the search can use it, and the weights `(lexical, semantic)`.
     /// A cached graph is read-locked before the snapshot, so writes that would change it
     /// wait and the snapshot sees what it holds; else it is loaded from the snapshot. A
-    /// `vector` of another dimension than the graph's is INVALID_ARGUMENT. Semantic support
+    /// `vector` of another dimension than the graph's, or made by another model than the
+    /// namespace's vectors (`vector_model`), is INVALID_ARGUMENT. Semantic support
     /// means a live vector now, not a dimension recorded once: a namespace whose vectors
     /// were all deleted or expired fuses with lexical weight 1.
     pub(crate) fn vector_channel(
         &self,
         ns: &Namespace,
         vector: Option<&[f32]>,
+        vector_model: Option<&str>,
         semantic_weight: f64,
         now: i64,
     ) -> Result<VectorChannel<'_>> {
@@ -140,6 +151,15 @@ impl Engine {
                     v.len()
                 )));
             }
+            let model = self.vectors.space(&self.store, &snap, ns)?.and_then(|s| s.model);
+            if model.as_deref() != vector_model {
+                return Err(Error::invalid(format!(
+                    "`vector` is from {}, but this namespace's vectors are from {}: a namespace holds one \
+                     model's vectors",
+                    crate::vector::describe_model(vector_model),
+                    crate::vector::describe_model(model.as_deref())
+                )));
+            }
         }
         let vectors = vectors.filter(|ix| ix.has_live(now));
         let (w_lex, w_sem) = match &vectors {
@@ -158,16 +178,17 @@ impl Engine {
         let pool = q.limit.saturating_mul(q.candidates);
         // One snapshot and one visibility time for both channels and the records.
         let now = now_ms();
-        let (snap, vectors, w_lex, w_sem) = self.vector_channel(ns, q.vector.as_deref(), q.semantic_weight, now)?;
+        let (snap, vectors, w_lex, w_sem) =
+            self.vector_channel(ns, q.vector.as_deref(), q.vector_model.as_deref(), q.semantic_weight, now)?;
         let prefix = ns.prefix();
         let semantic: Vec<Uuid> = match (vectors, &q.vector) {
             (Some(ix), Some(v)) if w_sem > 0.0 => {
                 let filter = Filter { episode_type: q.episode_type.as_deref(), tag: q.tag.as_deref() };
-                let filtered = q.episode_type.is_some() || q.tag.is_some();
+                let filtered = q.episode_type.is_some() || q.tag.is_some() || q.hits.reads_records();
                 let keep = |id: &Uuid| {
                     !filtered
                         || matches!(self.store.get_episode_raw(&snap, &prefix, id), Ok(Some(b))
-                            if ScanView::parse(&b).is_ok_and(|v| filter.accepts(&v)))
+                            if RecordView::parse(*id, &b).is_ok_and(|v| filter.accepts(&v) && q.hits.accepts(&v)))
                 };
                 ix.nearest(v, pool, now, keep).into_iter().map(|(id, _)| id).collect()
                 // The read lock ends here, before the keyword channel takes any other lock.
@@ -180,13 +201,17 @@ impl Engine {
                 limit: pool,
                 episode_type: q.episode_type.clone(),
                 tag: q.tag.clone(),
+                hits: q.hits.on_records(),
             };
             self.keyword_ranked(&snap, ns, &kq, now)?.into_iter().map(|(_, id)| id).collect()
         } else {
             Vec::new()
         };
         let mut out = Vec::with_capacity(q.limit);
-        let fused = fuse(&lexical, &semantic, w_lex, w_sem);
+        let mut fused = fuse(&lexical, &semantic, w_lex, w_sem);
+        if let Some(cut) = fused.iter().position(|r| !q.hits.scores(r.1)) {
+            fused.truncate(cut);
+        }
         // The records of the fused order, `limit` at a time (one batched read each: the
         // channels skip what is not visible, so the first batch nearly always suffices).
         for batch in fused.chunks(q.limit.max(1)) {
@@ -219,6 +244,7 @@ impl Engine {
         let mut q = q.clone();
         if q.wants_vector() {
             q.vector = crate::embed::run(provider, &[&q.text])?.pop();
+            q.vector_model = provider.model().map(str::to_owned);
         }
         self.hybrid_search(ns, &q)
     }

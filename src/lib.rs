@@ -23,6 +23,7 @@ pub mod episodes;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;
+pub mod filter;
 pub mod hybrid;
 pub mod keys;
 pub mod lexical;
@@ -41,6 +42,7 @@ pub use admin::{
 };
 pub use episodes::{EpisodeInput, Expiry};
 pub use error::{Error, Result, Status};
+pub use filter::HitFilter;
 pub use hybrid::{EmbeddingProvider, HybridQuery, HybridSearchResult};
 pub use keys::Namespace;
 pub use lexical::{KeywordQuery, KeywordSearchResult, LexicalPage, LexicalQuery};

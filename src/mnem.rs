@@ -187,6 +187,7 @@ impl Mnem {
         if q.wants_vector() {
             if let Some(p) = self.embedder() {
                 q.vector = crate::embed::run(&*p, &[&q.text])?.pop();
+                q.vector_model = p.model().map(str::to_owned);
             }
         }
         let mut out = Vec::with_capacity(1024);
@@ -243,6 +244,7 @@ impl Mnem {
             let vectors = crate::embed::run(&*p, &refs)?;
             for (i, v) in with_text.into_iter().zip(vectors) {
                 inputs[i].embedding = Some(v);
+                inputs[i].embedding_model = p.model().map(str::to_owned);
             }
         }
         self.engine.put_episodes(ns, inputs, &line_of)

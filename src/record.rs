@@ -55,6 +55,9 @@ pub struct EpisodeInput {
     /// Ask the store's embedder for `embedding`, from `crate::embed::episode_text`, before the
     /// write (`Mnem::put_episodes`); not stored.
     pub embed: bool,
+    /// The model that made `embedding` (`crate::vector::VectorSpace`); `None`: the caller's,
+    /// unnamed. Recorded once per namespace, not per episode.
+    pub embedding_model: Option<String>,
 }
 
 impl Default for EpisodeInput {
@@ -75,6 +78,7 @@ impl Default for EpisodeInput {
             content: None,
             embedding: None,
             embed: false,
+            embedding_model: None,
         }
     }
 }

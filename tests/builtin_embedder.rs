@@ -210,3 +210,23 @@ fn a_view_opened_with_the_builtin_embedder_embeds_its_queries() {
     assert!(found[0].semantic_score > 0.0 && found[0].keyword_score == 0.0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_builtin_models_vectors_are_recorded_as_its_own() {
+    let m = open_builtin(None);
+    let ns = Namespace::new("app", "u");
+    m.add_session(&ns, "s", &event("e1", "user", "green tea at noon")).unwrap();
+    let s = m.namespace_stats(&ns).unwrap();
+    assert_eq!((s.dimension, s.embedding_model.as_deref()), (Some(384), Some("all-MiniLM-L6-v2")));
+    // A vector the caller made, unnamed, cannot join them; named as the same model, it can.
+    let v: Vec<f32> = (0..384).map(|i| (i % 7) as f32 - 3.0).collect();
+    let mine = |model: Option<&str>| EpisodeInput {
+        primary: "mine".into(),
+        embedding: Some(v.clone()),
+        embedding_model: model.map(str::to_owned),
+        ..EpisodeInput::default()
+    };
+    let e = m.put_episodes(&ns, vec![mine(None)]).unwrap_err();
+    assert!(e.message.contains("\"all-MiniLM-L6-v2\""), "{}", e.message);
+    m.put_episodes(&ns, vec![mine(Some("all-MiniLM-L6-v2"))]).unwrap();
+}

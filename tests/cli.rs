@@ -366,3 +366,167 @@ fn search_embeds_the_query_with_the_builtin_model() {
     assert_eq!(v["results"][0]["record"]["primary"], "Alice prefers green tea", "{v}");
     assert!(v["results"][0]["semantic_score"].as_f64().unwrap() > 0.0);
 }
+
+/// `mnem search … --json` with `extra` flags before the query, parsed.
+fn search_with(dir: &str, kind: &str, extra: &[&str], q: &str) -> Value {
+    let base = ["search", dir, "--app", "app", "--user", "alice", "--kind", kind, "--json"];
+    serde_json::from_slice(&run_ok(&[&base[..], extra, &[q]].concat())).unwrap()
+}
+
+/// The (id, score) of each hit of a keyword or hybrid answer, in order.
+fn hits(v: &Value) -> Vec<(String, f64)> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["record"]["id"].as_str().unwrap().to_string(), r["score"].as_f64().unwrap()))
+        .collect()
+}
+
+/// The ids of a recall's memories, in order.
+fn memory_ids(v: &Value) -> Vec<String> {
+    v["memories"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_string()).collect()
+}
+
+/// The record's time as the filters read it: its timestamp, else its creation.
+fn record_time(r: &Value) -> f64 {
+    r["timestamp"].as_f64().unwrap_or_else(|| r["created_at_ms"].as_f64().unwrap() / 1000.0)
+}
+
+/// Does a filter accept the record?
+type RecordTest = &'static dyn Fn(&Value) -> bool;
+
+#[test]
+fn search_filters_choose_hits_without_changing_scores() {
+    let dir = tempdir("filters");
+    build(&dir);
+    let all = search_with(&dir, "keyword", &["--limit", "100"], "river");
+    let records: Vec<&Value> = all["results"].as_array().unwrap().iter().map(|r| &r["record"]).collect();
+    assert_eq!(records.len(), 58, "31 ADK events and 27 episodes");
+    // Each filter returns the unfiltered hits it accepts, in order, with their scores.
+    let cases: [(&[&str], RecordTest); 4] = [
+        (&["--session", "s2"], &|r| r["session_id"] == "s2"),
+        (&["--author", "user", "--since", "1010", "--until", "1020"], &|r| {
+            r["author"] == "user" && (1010.0..1020.0).contains(&record_time(r))
+        }),
+        // Episodes without a timestamp are as old as their creation.
+        (&["--since", "1000000000"], &|r| r["timestamp"].is_null()),
+        (&["--until", "-5"], &|_| false),
+    ];
+    for (flags, keep) in cases {
+        let got = search_with(&dir, "keyword", &[&["--limit", "100"], flags].concat(), "river");
+        let want: Vec<(String, f64)> =
+            hits(&all).into_iter().zip(&records).filter(|(_, r)| keep(r)).map(|(h, _)| h).collect();
+        assert_eq!(hits(&got), want, "{flags:?}");
+    }
+    assert_eq!(hits(&search_with(&dir, "keyword", &["--session", "s2"], "river")).len(), 1);
+    // A minimum score cuts the unfiltered ranking to its prefix of scores at least the minimum
+    // ("river stone" scores above the notes, which score above the episodes).
+    let ranked = hits(&search_with(&dir, "keyword", &["--limit", "100"], "river stone note"));
+    let mut cuts = Vec::new();
+    for i in [0, 5, 40] {
+        let min = ranked[i].1;
+        let got =
+            search_with(&dir, "keyword", &["--limit", "100", "--min-score", &min.to_string()], "river stone note");
+        let want: Vec<(String, f64)> = ranked.iter().take_while(|h| h.1 >= min).cloned().collect();
+        assert_eq!(hits(&got), want, "--min-score {min}");
+        cuts.push(want.len());
+    }
+    assert_eq!(cuts, [1, 31, 58]);
+
+    // Hybrid: the fused ranking, filtered and cut the same way.
+    let vector = ["--vector", "[1.0, 0.7, 0.5]", "--limit", "100"];
+    let fused = search_with(&dir, "hybrid", &vector, "river");
+    let got = search_with(&dir, "hybrid", &[&vector[..], &["--session", "s1"]].concat(), "river");
+    let in_s1: Vec<(String, f64)> = hits(&fused)
+        .into_iter()
+        .zip(fused["results"].as_array().unwrap())
+        .filter(|(_, r)| r["record"]["session_id"] == "s1")
+        .map(|(h, _)| h)
+        .collect();
+    assert_eq!(in_s1.len(), 30);
+    let got_ids: Vec<String> = hits(&got).into_iter().map(|h| h.0).collect();
+    assert_eq!(got_ids, in_s1.iter().map(|h| h.0.clone()).collect::<Vec<_>>());
+    let min = hits(&fused)[9].1;
+    let got = search_with(&dir, "hybrid", &[&vector[..], &["--min-score", &min.to_string()]].concat(), "river");
+    let want: Vec<(String, f64)> = hits(&fused).into_iter().take_while(|h| h.1 >= min).collect();
+    assert_eq!(hits(&got), want);
+
+    // Recall: --mode adk is --kind adk's answer, which the filters narrow.
+    let adk: Value = serde_json::from_slice(&search_json(&dir, "alice", "adk", "river stone")).unwrap();
+    assert_eq!(search_with(&dir, "recall", &["--mode", "adk"], "river stone"), adk);
+    assert_eq!(
+        memory_ids(&search_with(&dir, "recall", &["--mode", "adk", "--session", "s2"], "river stone")),
+        ["alice-x"]
+    );
+    // BM25 over the events: all 31 "river" events, then narrowed by time and by score.
+    let bm25 = memory_ids(&search_with(&dir, "recall", &["--mode", "bm25", "--limit", "100"], "river"));
+    assert_eq!(bm25.len(), 31);
+    let mut late = memory_ids(&search_with(&dir, "recall", &["--mode", "bm25", "--since", "1025"], "river"));
+    late.sort();
+    assert_eq!(late, ["alice-25", "alice-26", "alice-27", "alice-28", "alice-29"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn search_refuses_flags_that_do_not_apply_and_names_them() {
+    let dir = tempdir("filter-usage");
+    build(&dir);
+    let cases: [(&[&str], &str); 12] = [
+        (&["--kind", "adk", "--session", "s1"], "--session"),
+        (&["--author", "user", "--min-score", "1"], "--author and --min-score"),
+        (&["--kind", "page", "--until", "5"], "--until"),
+        (&["--kind", "keyword", "--mode", "bm25"], "--mode"),
+        (&["--kind", "recall", "--mode", "nearest"], "--mode"),
+        (&["--kind", "recall", "--mode", "adk", "--min-score", "0"], "--min-score"),
+        (&["--kind", "recall", "--mode", "bm25", "--vector", "[1,0,0]"], "--vector"),
+        (&["--kind", "keyword", "--since", "5", "--until", "4"], "--since"),
+        (&["--kind", "keyword", "--min-score", "NaN"], "--min-score"),
+        (&["--kind", "keyword", "--vector-model", "m"], "--vector-model"),
+        (&["--kind", "hybrid", "--vector-model", "m"], "--vector-model"),
+        (&["--kind", "hybrid", "--embedder", "builtin", "--vector-model", "m"], "--vector-model"),
+    ];
+    for (extra, flag) in cases {
+        let o = run(&[&["search", &dir, "--app", "app", "--user", "alice"][..], extra, &["river"]].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!((code(&o), o.stdout.is_empty()), (2, true), "{extra:?}: {err}");
+        assert!(err.contains(flag), "{extra:?}: the message names {flag}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn search_names_the_model_of_its_query_vector() {
+    let dir = tempdir("models");
+    {
+        let m = Mnem::open(&dir, OpenOptions { create: true, ..Default::default() }).unwrap();
+        let note = |t: &str, v: Vec<f32>| EpisodeInput {
+            primary: t.into(),
+            embedding: Some(v),
+            embedding_model: Some("model-a".into()),
+            ..Default::default()
+        };
+        m.put_episodes(
+            &Namespace::new("app", "alice"),
+            vec![note("green tea", vec![1.0, 0.0]), note("coffee", vec![0.0, 1.0])],
+        )
+        .unwrap();
+    }
+    let base = ["search", &dir, "--app", "app", "--user", "alice", "--kind", "hybrid", "--json"];
+    let found =
+        |extra: &[&str]| -> Value { serde_json::from_slice(&run_ok(&[&base[..], extra, &["tea"]].concat())).unwrap() };
+    let v = found(&["--vector", "[1,0]", "--vector-model", "model-a", "--semantic-weight", "1"]);
+    assert_eq!(v["results"][0]["record"]["primary"], "green tea", "{v}");
+    // An --embedder command's vectors are the model --vector-model names.
+    let cmd = "while read -r t; do echo '[1,0]'; done";
+    let w = found(&["--embedder", cmd, "--vector-model", "model-a", "--semantic-weight", "1"]);
+    assert_eq!(w["results"], v["results"]);
+    for extra in [&["--vector", "[1,0]"][..], &["--vector", "[1,0]", "--vector-model", "model-b"], &["--embedder", cmd]]
+    {
+        let o = run(&[&base[..], extra, &["tea"]].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 2, "{extra:?}: {err}");
+        assert!(err.contains("model-a") && err.contains("one model's vectors"), "{extra:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

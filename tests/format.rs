@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 /// The FORMAT_VERSION that the goldens below describe.
-const GOLDEN_FORMAT_VERSION: u32 = 4;
+const GOLDEN_FORMAT_VERSION: u32 = 5;
 
 const BUMP: &str = "the on-disk format changed. Stored bytes may change only together with FORMAT_VERSION \
 (src/store.rs): bump it, describe the new format in docs/FORMAT.md, and update GOLDEN_FORMAT_VERSION and \
@@ -384,6 +384,7 @@ fn a_live_store_holds_exactly_the_documented_keys_and_values() {
             metadata: Some(r#"{"k": [1, 2]}"#.into()),
             expiry: Expiry::At(4_102_444_800_000),
             embedding: Some(vec![1.0, 0.0, 0.5]),
+            embedding_model: Some("golden-model".into()),
             ..EpisodeInput::default()
         };
         m.put_episodes(&ns, vec![note]).unwrap();
@@ -397,8 +398,11 @@ fn a_live_store_holds_exactly_the_documented_keys_and_values() {
     let mut dim_key = b"dim:".to_vec();
     dim_key.extend_from_slice(&p);
     let meta = raw_cf(&dir, "meta");
-    let want_meta =
-        vec![(dim_key, 3u32.to_le_bytes().to_vec()), (b"format_version".to_vec(), 4u32.to_le_bytes().to_vec())];
+    // The dimension, then the name of the model that made the vectors.
+    let want_meta = vec![
+        (dim_key, [&3u32.to_le_bytes()[..], b"golden-model"].concat()),
+        (b"format_version".to_vec(), 5u32.to_le_bytes().to_vec()),
+    ];
     assert_eq!(meta, want_meta, "meta column family: {BUMP}");
 
     // The episodes, in UUID order within the namespace; event UUIDs are fresh v7s, so find
@@ -755,6 +759,7 @@ fn write_fixture_contents(m: &Mnem) {
         content: Some(r#"{"any":["json",1.50]}"#.into()),
         embedding: Some(vec![1.0, 0.0, 0.5]),
         embed: false,
+        embedding_model: None,
     };
     let plain =
         |n: u8, text: &str| EpisodeInput { id: Some(fixture_id(n)), primary: text.into(), ..EpisodeInput::default() };
@@ -1152,6 +1157,47 @@ fn the_format_v3_fixture_gains_char_pairs_and_reads_the_same() {
     assert_eq!(adk_answers(&dir), by_chars);
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&fresh).unwrap();
+}
+
+/// A format-4 store (before the namespace's vector record named its model) reads the same
+/// read-only and after a read-write open, which only records the new format: its vectors
+/// count as the caller's (no model named), so a caller's vectors still join them and the
+/// built-in model's would not.
+#[test]
+fn the_format_v4_fixture_opens_and_reads_the_same() {
+    if std::env::var_os("MNEM_UPDATE_FIXTURES").is_some_and(|v| v == "1") && FORMAT_VERSION == 4 {
+        regenerate_fixture(4);
+    }
+    assert!(
+        fixture_dir_of(4).join("CURRENT").is_file(),
+        "tests/fixtures/format-v4 is missing; a build of format 4 writes it with MNEM_UPDATE_FIXTURES=1"
+    );
+    let dir = tempdir("fixture-v4");
+    copy_dir(&fixture_dir_of(4), &dir, |_| true);
+    assert_reads_as_expected(4, &read_fixture(&dir));
+    {
+        let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+        let s = m.stats();
+        assert_eq!((s.opened_format, s.indexes_built), (4, 0), "nothing is rebuilt");
+    }
+    let meta = raw_cf(&dir, "meta");
+    assert!(meta.contains(&(b"format_version".to_vec(), FORMAT_VERSION.to_le_bytes().to_vec())), "format recorded");
+    assert_reads_as_expected(4, &read_fixture(&dir));
+    {
+        let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+        let [ns, _] = fixture_namespaces();
+        let caller = EpisodeInput { embedding: Some(vec![0.5, 0.5, 0.0]), ..EpisodeInput::default() };
+        m.put_episodes(&ns, vec![caller]).unwrap();
+        let named = EpisodeInput {
+            embedding: Some(vec![0.5, 0.5, 0.0]),
+            embedding_model: Some("some-model".into()),
+            ..EpisodeInput::default()
+        };
+        let err = m.put_episodes(&ns, vec![named]).unwrap_err();
+        assert_eq!(err.status, Status::InvalidArgument);
+        assert!(err.message.contains("one model's vectors"), "{}", err.message);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// An upgrade interrupted part-way leaves format 1 recorded and some index keys written;

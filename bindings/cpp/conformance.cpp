@@ -327,7 +327,7 @@ class Replay {
       else if (it.key() == "candidates" && v.is_number_unsigned()) o.candidates = v.get<uint64_t>();
       else if (it.key() == "episode_type" && v.is_string()) o.episode_type = v.get<std::string>();
       else if (it.key() == "tag" && v.is_string()) o.tag = v.get<std::string>();
-      else typed = false;
+      else if (!fill_filter(it.key(), v, o)) typed = false;
     }
     if (typed) {
       FnEmbedder e(f);
@@ -403,6 +403,23 @@ class Replay {
         throw Mismatch("search_memory: entry " + std::to_string(i) + " differs from the raw output");
   }
 
+  // A hit filter of the query type Q (false: not one Q has, or a value it cannot hold).
+  template <class Q>
+  static bool fill_filter(const std::string& k, const json& v, Q& out) {
+    if constexpr (std::is_same_v<Q, mnem::LexicalPageQuery>) {
+      return false;
+    } else {
+      if (k == "session_id" && v.is_string()) out.session_id = v.get<std::string>();
+      else if (k == "author" && v.is_string()) out.author = v.get<std::string>();
+      else if (k == "since" && v.is_number()) out.since = v.get<double>();
+      else if (k == "until" && v.is_number()) out.until = v.get<double>();
+      else if constexpr (std::is_same_v<Q, mnem::SubstringQuery>) return false;
+      else if (k == "min_score" && v.is_number()) out.min_score = v.get<double>();
+      else return false;
+      return true;
+    }
+  }
+
   template <class Q>
   static bool fill_common(const json& q, Q& out) {
     for (auto it = q.begin(); it != q.end(); ++it) {
@@ -412,7 +429,7 @@ class Replay {
       else if (k == "limit" && v.is_number_unsigned()) out.limit = v.get<uint64_t>();
       else if (k == "episode_type" && v.is_string()) out.episode_type = v.get<std::string>();
       else if (k == "tag" && v.is_string()) out.tag = v.get<std::string>();
-      else return false;
+      else if (!fill_filter(k, v, out)) return false;
     }
     return true;
   }
@@ -461,7 +478,8 @@ class Replay {
         else if (k == "semantic_weight" && v.is_number()) hq.semantic_weight = v.get<double>();
         else if (k == "candidates" && v.is_number_unsigned()) hq.candidates = v.get<uint64_t>();
         else if (k == "vector" && v.is_array()) hq.vector = v.get<std::vector<float>>();
-        else return;
+        else if (k == "vector_model" && v.is_string()) hq.vector_model = v.get<std::string>();
+        else if (!fill_filter(k, v, hq)) return;
       }
       for (const auto& h : s.hybrid_search(app, user, hq)) typed.emplace_back(h.record.id, h.score);
       for (const auto& h : r["results"]) key(h["record"], h["score"].get<double>());

@@ -40,6 +40,7 @@ extern "C" {
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -105,6 +106,12 @@ struct HybridOptions {
   std::optional<uint64_t> candidates;      // candidate multiplier; library default when empty
   std::optional<std::string> episode_type;
   std::optional<std::string> tag;
+  // Hit filters, as HybridQuery's.
+  std::optional<std::string> session_id;
+  std::optional<std::string> author;
+  std::optional<double> since;
+  std::optional<double> until;
+  std::optional<double> min_score;
 };
 
 namespace detail {
@@ -331,19 +338,33 @@ struct Stats {
 };
 
 /// BM25 over the namespace (mnem_keyword_search). Empty optionals take the library's defaults.
+/// session_id, author, since, until and min_score choose which hits are returned without
+/// changing any score.
 struct KeywordQuery {
   std::string text{};
   std::optional<uint64_t> limit{};  // default 10; 0 returns no results
   std::optional<std::string> episode_type{};
   std::optional<std::string> tag{};
+  std::optional<std::string> session_id{};  // the record's session_id equals it
+  std::optional<std::string> author{};      // the record's author equals it
+  // The record's time (its timestamp, else its creation), seconds since the Unix epoch:
+  // since inclusive, until exclusive.
+  std::optional<double> since{};
+  std::optional<double> until{};
+  std::optional<double> min_score{};  // the hit's BM25 score is at least this
 };
 
-/// Case-insensitive substring search (mnem_substring_search).
+/// Case-insensitive substring search (mnem_substring_search); KeywordQuery's filters but
+/// min_score (substring hits have no score).
 struct SubstringQuery {
   std::string text{};
   std::optional<uint64_t> limit{};  // default 10; 0 returns no results
   std::optional<std::string> episode_type{};
   std::optional<std::string> tag{};
+  std::optional<std::string> session_id{};
+  std::optional<std::string> author{};
+  std::optional<double> since{};
+  std::optional<double> until{};
 };
 
 /// One bounded BM25 page (mnem_lexical_page).
@@ -366,6 +387,15 @@ struct HybridQuery {
   std::optional<uint64_t> candidates{};
   std::optional<std::string> episode_type{};
   std::optional<std::string> tag{};
+  // The model that made `vector`: it must be the model of the namespace's vectors (empty
+  // matches vectors stored without a model name).
+  std::optional<std::string> vector_model{};
+  // Hit filters, as KeywordQuery's; min_score applies to the fused score.
+  std::optional<std::string> session_id{};
+  std::optional<std::string> author{};
+  std::optional<double> since{};
+  std::optional<double> until{};
+  std::optional<double> min_score{};
 };
 
 /// One namespace: the pair (app_name, user_id).
@@ -408,6 +438,7 @@ struct NamespaceStats {
   KeyCount adk;
   KeyCount bm25_index, adk_index, vector_index;
   std::optional<uint32_t> dimension;  // empty before the first vector
+  std::optional<std::string> embedding_model;  // the model of its vectors; empty when none was named
   uint64_t approximate_file_bytes = 0;
 };
 
@@ -447,6 +478,22 @@ void set_if(nlohmann::json& j, const char* key, const std::optional<T>& v) {
 
 inline void set_if(nlohmann::json& j, const char* key, const std::string& v) {
   if (!v.empty()) j[key] = v;
+}
+
+/// Sets a number the library needs finite (JSON has no NaN: it would be sent as null).
+inline void set_finite(nlohmann::json& j, const char* key, const std::optional<double>& v, const char* op) {
+  if (!v) return;
+  if (!std::isfinite(*v)) throw Error(MNEM_STATUS_INVALID_ARGUMENT, op, std::string(key) + " is not finite");
+  j[key] = *v;
+}
+
+/// The hit filters on records (session_id, author, since, until) of a query.
+template <class Q>
+void set_hit_filters(nlohmann::json& j, const Q& q, const char* op) {
+  set_if(j, "session_id", q.session_id);
+  set_if(j, "author", q.author);
+  set_finite(j, "since", q.since, op);
+  set_finite(j, "until", q.until, op);
 }
 
 inline nlohmann::json finite_array(const std::vector<float>& v, const char* op) {
@@ -604,6 +651,7 @@ inline void from_json(const nlohmann::json& j, NamespaceStats& s) {
   index.at("adk").get_to(s.adk_index);
   index.at("vector").get_to(s.vector_index);
   s.dimension = detail::optional_field<uint32_t>(j, "dimension");
+  s.embedding_model = detail::optional_field<std::string>(j, "embedding_model");
   j.at("approximate_file_bytes").get_to(s.approximate_file_bytes);
 }
 
@@ -655,17 +703,22 @@ inline void to_json(nlohmann::json& j, const EpisodeInput& e) {
 }
 
 inline void to_json(nlohmann::json& j, const KeywordQuery& q) {
-  j = {{"text", q.text}};
-  detail::set_if(j, "limit", q.limit);
-  detail::set_if(j, "episode_type", q.episode_type);
-  detail::set_if(j, "tag", q.tag);
+  nlohmann::json o = {{"text", q.text}};
+  detail::set_if(o, "limit", q.limit);
+  detail::set_if(o, "episode_type", q.episode_type);
+  detail::set_if(o, "tag", q.tag);
+  detail::set_hit_filters(o, q, "keyword_search");
+  detail::set_finite(o, "min_score", q.min_score, "keyword_search");
+  j = std::move(o);
 }
 
 inline void to_json(nlohmann::json& j, const SubstringQuery& q) {
-  j = {{"text", q.text}};
-  detail::set_if(j, "limit", q.limit);
-  detail::set_if(j, "episode_type", q.episode_type);
-  detail::set_if(j, "tag", q.tag);
+  nlohmann::json o = {{"text", q.text}};
+  detail::set_if(o, "limit", q.limit);
+  detail::set_if(o, "episode_type", q.episode_type);
+  detail::set_if(o, "tag", q.tag);
+  detail::set_hit_filters(o, q, "substring_search");
+  j = std::move(o);
 }
 
 inline void to_json(nlohmann::json& j, const LexicalPageQuery& q) {
@@ -690,6 +743,9 @@ inline void to_json(nlohmann::json& j, const HybridQuery& q) {
   detail::set_if(o, "candidates", q.candidates);
   detail::set_if(o, "episode_type", q.episode_type);
   detail::set_if(o, "tag", q.tag);
+  detail::set_if(o, "vector_model", q.vector_model);
+  detail::set_hit_filters(o, q, "hybrid_search");
+  detail::set_finite(o, "min_score", q.min_score, "hybrid_search");
   j = std::move(o);
 }
 
@@ -874,6 +930,17 @@ class Store {
     if (opts.tag) {
       q += ",\"tag\":";
       detail::append_json_string(q, *opts.tag);
+    }
+    for (auto [key, v] : {std::pair{"session_id", &opts.session_id}, std::pair{"author", &opts.author}}) {
+      if (!*v) continue;
+      q.append(",\"").append(key).append("\":");
+      detail::append_json_string(q, **v);
+    }
+    for (auto [key, v] : {std::pair{"since", &opts.since}, std::pair{"until", &opts.until},
+                          std::pair{"min_score", &opts.min_score}}) {
+      if (!*v) continue;
+      q.append(",\"").append(key).append("\":");
+      detail::append_number(q, **v, op);
     }
     q += '}';
     EmbedFunction f = [&embedder](std::string_view t) { return embedder.embed(t); };

@@ -421,7 +421,7 @@ void test_typed() {
 
   mnem::Stats st = s.statistics();
   CHECK(st.cache_bytes == 8388608 && st.block_cache.budget_bytes == 2097152 && st.graph_cache.budget_bytes == 6291456);
-  CHECK(st.format == 4 && st.opened_format == 4 && st.indexes_built == 0 && st.journal_replayed == 0);
+  CHECK(st.format == 5 && st.opened_format == 5 && st.indexes_built == 0 && st.journal_replayed == 0);
   CHECK(st.graph_cache.entries == 1);
 
   // Bad typed input is rejected like raw input, and nothing is written.
@@ -718,6 +718,184 @@ void test_check_corruption() {
   CHECK(contains(s.check(), R"("status":"CORRUPTION")"));
 }
 
+
+std::vector<std::string> hit_ids(const std::vector<mnem::ScoredEpisode>& hits) {
+  std::vector<std::string> ids;
+  for (const auto& h : hits) ids.push_back(h.record.id);
+  return ids;
+}
+
+// The hits of `all` that `keep` accepts, in order: what a filtered search must return.
+std::vector<std::string> kept(const std::vector<mnem::ScoredEpisode>& all,
+                              const std::function<bool(const mnem::ScoredEpisode&)>& keep) {
+  std::vector<std::string> ids;
+  for (const auto& h : all)
+    if (keep(h)) ids.push_back(h.record.id);
+  return ids;
+}
+
+// Hit filters choose among the unfiltered hits without changing a score; min_score cuts the
+// unfiltered ranking; substring search takes the filters on records but not min_score.
+void test_hit_filters() {
+  mnem::Store s(":memory:");
+  s.put_episodes(A, U, R"({"primary":"river stone","session_id":"s1","author":"alice","timestamp":1000,"embedding":[1,0,0]}
+{"primary":"river river boat","session_id":"s1","author":"bob","timestamp":2000,"embedding":[0.9,0.1,0]}
+{"primary":"river delta","session_id":"s2","author":"alice","timestamp":3000,"embedding":[0,1,0]}
+{"primary":"river river river","session_id":"s2","author":"bob","timestamp":4000,"embedding":[0,0.9,0.1]}
+{"primary":"a path by the river"})");
+  mnem::KeywordQuery kq;
+  kq.text = "river";
+  kq.limit = 100;
+  const auto all = s.keyword_search(A, U, kq);
+  CHECK(all.size() == 5);
+  if (all.size() != 5) return;
+
+  mnem::KeywordQuery q = kq;
+  q.session_id = "s1";
+  auto got = s.keyword_search(A, U, q);
+  CHECK(hit_ids(got) == kept(all, [](const auto& h) { return h.record.session_id == std::optional<std::string>("s1"); }));
+  CHECK(got.size() == 2);
+  for (const auto& h : got)
+    for (const auto& a : all)
+      if (a.record.id == h.record.id) CHECK(a.score == h.score);
+
+  q = kq;
+  q.author = "bob";
+  q.since = 2000.0;
+  q.until = 4000.0;  // exclusive: the 4000 one is out
+  got = s.keyword_search(A, U, q);
+  CHECK(got.size() == 1 && got[0].record.primary == "river river boat");
+
+  // The episode without a timestamp is as old as its creation.
+  q = kq;
+  q.since = static_cast<double>(std::time(nullptr) - 3600);
+  got = s.keyword_search(A, U, q);
+  CHECK(got.size() == 1 && got[0].record.primary == "a path by the river");
+
+  for (std::size_t i : {0, 1, 3}) {
+    q = kq;
+    q.min_score = all[i].score;
+    const double min = all[i].score;
+    CHECK(hit_ids(s.keyword_search(A, U, q)) == kept(all, [min](const auto& h) { return h.score >= min; }));
+  }
+
+  q = kq;
+  q.since = 5.0;
+  q.until = 4.0;
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.keyword_search(A, U, q));
+  q.since = std::nan("");
+  q.until.reset();
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.keyword_search(A, U, q));
+  // Set fields only are sent.
+  CHECK(nlohmann::json(kq) == nlohmann::json({{"text", "river"}, {"limit", 100}}));
+  q = kq;
+  q.author = "bob";
+  q.min_score = 0.5;
+  CHECK(nlohmann::json(q) == nlohmann::json({{"text", "river"}, {"limit", 100}, {"author", "bob"}, {"min_score", 0.5}}));
+
+  mnem::SubstringQuery sq;
+  sq.text = "RIVER";
+  sq.author = "alice";
+  sq.until = 3000.0;
+  auto subs = s.substring_search(A, U, sq);
+  CHECK(subs.size() == 1 && subs[0].primary == "river stone");
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.substring_search(A, U, R"({"text":"river","min_score":0})"));
+
+  mnem::HybridQuery hq;
+  hq.text = "river";
+  hq.vector = {0.0f, 1.0f, 0.0f};
+  hq.limit = 100;
+  const auto fused = s.hybrid_search(A, U, hq);
+  CHECK(fused.size() == 5);
+  if (fused.size() != 5) return;
+  hq.session_id = "s2";
+  auto hs = s.hybrid_search(A, U, hq);
+  CHECK(hs.size() == 2);
+  for (const auto& h : hs) CHECK(h.record.session_id == std::optional<std::string>("s2"));
+  hq.session_id.reset();
+  hq.min_score = fused[1].score;
+  hs = s.hybrid_search(A, U, hq);
+  std::size_t n = 0;
+  while (n < fused.size() && fused[n].score >= fused[1].score) ++n;
+  CHECK(hs.size() == n);
+  for (std::size_t i = 0; i < hs.size() && i < n; ++i) CHECK(hs[i].record.id == fused[i].record.id);
+
+  // hybrid_search_text sends its options' filters too.
+  CountingEmbedder emb({0.0f, 1.0f, 0.0f});
+  mnem::HybridOptions o;
+  o.limit = 100;
+  o.author = "alice";
+  o.until = 2500.0;
+  auto text_hits = nlohmann::json::parse(s.hybrid_search_text(A, U, "river", emb, o))["results"];
+  CHECK(emb.calls == 1 && text_hits.size() == 1 && text_hits[0]["record"]["primary"] == "river stone");
+}
+
+std::vector<std::string> recall_ids(const mnem::Store& s, const nlohmann::json& q) {
+  std::vector<std::string> ids;
+  const nlohmann::json r = nlohmann::json::parse(s.recall(A, U, q.dump()));
+  for (const auto& m : r.at("memories")) ids.push_back(m.at("id"));
+  return ids;
+}
+
+// Recall's modes (adk is search_memory's answer) and filters; a namespace holds one model's
+// vectors, and a query vector from another is refused.
+void test_recall_modes_and_models() {
+  mnem::Store s(":memory:");
+  s.add_session(A, U, "s1",
+                event("e1", "user", "1000", text_content("user", "the river is cold")) + "\n" +
+                    event("e2", "model", "1001", text_content("model", "a river boat trip")) + "\n" +
+                    event("e3", "user", "1002", text_content("user", "river fishing with bob")));
+  s.add_session(A, U, "s2",
+                event("e4", "user", "2000", text_content("user", "river river everywhere")) + "\n" +
+                    event("e5", "model", "2001", text_content("model", "mountains, not rivers")));
+  const std::vector<std::string> search = memory_ids(s, U, "river");
+  CHECK(search.size() == 4);
+  CHECK(recall_ids(s, {{"text", "river"}, {"mode", "adk"}}) == search);
+  CHECK(recall_ids(s, {{"text", "river"}}) == search);  // adk_vectors without vectors
+  std::vector<std::string> s1;
+  for (const auto& id : search)
+    if (id != "e4") s1.push_back(id);
+  CHECK(recall_ids(s, {{"text", "river"}, {"mode", "adk"}, {"session_id", "s1"}}) == s1);
+  auto bm25 = recall_ids(s, {{"text", "river"}, {"mode", "bm25"}});
+  CHECK(bm25.size() == 4 && bm25[0] == "e4");
+  CHECK(recall_ids(s, {{"text", "river"}, {"mode", "bm25"}, {"author", "model"}}) == std::vector<std::string>{"e2"});
+  auto hy = recall_ids(s, {{"text", "river"}, {"mode", "hybrid"}, {"since", 1001}, {"until", 2000}});
+  std::sort(hy.begin(), hy.end());
+  CHECK((hy == std::vector<std::string>{"e2", "e3"}));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.recall(A, U, R"({"text":"river","mode":"nearest"})"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.recall(A, U, R"({"text":"river","mode":"adk","min_score":0})"));
+  CHECK(recall_ids(s, {{"text", "river"}, {"mode", "bm25"}, {"limit", 100}}).size() == 4);
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.recall(A, U, R"({"text":"river","limit":101})"));
+
+  const std::string N = "models";
+  s.put_episodes(A, N, R"({"primary":"green tea","embedding":[1,0],"embedding_model":"model-a"}
+{"primary":"black coffee","embedding":[0,1],"embedding_model":"model-a"})");
+  mnem::NamespaceStats st = s.namespace_statistics(A, N);
+  CHECK(st.dimension == std::optional<uint32_t>(2) && st.embedding_model == std::optional<std::string>("model-a"));
+  CHECK(!s.namespace_statistics(A, U).embedding_model);
+  mnem::EpisodeInput other;
+  other.primary = "water";
+  other.embedding = {1.0f, 1.0f};
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, N, {other}));  // unnamed
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT,
+               s.put_episodes(A, N, R"({"primary":"water","embedding":[1,1],"embedding_model":"model-b"})"));
+  mnem::HybridQuery hq;
+  hq.text = "tea";
+  hq.vector = {1.0f, 0.0f};
+  hq.semantic_weight = 1.0;
+  hq.vector_model = "model-a";
+  auto hits = s.hybrid_search(A, N, hq);
+  CHECK(!hits.empty() && hits[0].record.primary == "green tea");
+  hq.vector_model = "model-b";
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, N, hq));
+  hq.vector_model.reset();
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search(A, N, hq));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT,
+               s.recall(A, N, R"({"text":"tea","vector":[1,0],"vector_model":"model-b"})"));
+  s.recall(A, N, R"({"text":"tea","vector":[1,0],"vector_model":"model-a"})");
+}
+
+
 }  // namespace
 
 int main() {
@@ -737,6 +915,8 @@ int main() {
   run("buffer_growth", test_buffer_growth);
   run("threads", test_threads);
   run("typed", test_typed);
+  run("hit_filters", test_hit_filters);
+  run("recall_modes_and_models", test_recall_modes_and_models);
   run("delete_session", test_delete_session);
   run("forget", test_forget);
   run("get_episodes", test_get_episodes);

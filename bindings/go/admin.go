@@ -236,6 +236,9 @@ type NamespaceStats struct {
 	Index            IndexStats `json:"index"`
 	// Dimension is the namespace's vector dimension, nil before its first vector.
 	Dimension *uint32 `json:"dimension"`
+	// EmbeddingModel names the model that made the namespace's vectors; nil when
+	// none was named (or before its first vector).
+	EmbeddingModel *string `json:"embedding_model"`
 	// ApproximateFileBytes is RocksDB's estimate of the namespace's table-file bytes.
 	ApproximateFileBytes uint64 `json:"approximate_file_bytes"`
 }

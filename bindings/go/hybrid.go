@@ -179,19 +179,38 @@ func (s *Store) HybridSearchText(app, user string, q HybridQuery, e Embedder) ([
 	return resp.Results, withCause(err, rec)
 }
 
+// Recall modes (RecallQuery.Mode): which rankings a recall fuses.
+const (
+	RecallADK        = "adk"         // ADK's ranking alone: Search's answer (at most 10)
+	RecallBM25       = "bm25"        // BM25 over the namespace's ADK events and memories
+	RecallHybrid     = "hybrid"      // BM25 fused with vectors
+	RecallADKVectors = "adk_vectors" // ADK's ranking fused with vectors (the default)
+)
+
 // RecallQuery is a mnem_recall query: ADK search_memory with semantic recall.
 type RecallQuery struct {
 	Text   string    `json:"text"`
 	Vector []float32 `json:"vector,omitempty"`
-	Limit  int       `json:"limit,omitempty"` // 0 = library default (10)
+	// VectorModel names the model that made Vector, as HybridQuery.VectorModel.
+	VectorModel string `json:"vector_model,omitempty"`
+	Limit       int    `json:"limit,omitempty"` // 1-100; 0 = library default (10)
 	// SemanticWeight in [0,1]; nil = library default (0.5).
 	SemanticWeight *float64 `json:"semantic_weight,omitempty"`
 	Candidates     int      `json:"candidates,omitempty"`
+	// Mode is one of the Recall* constants; "" = the library default (RecallADKVectors).
+	Mode string `json:"mode,omitempty"`
+	// Hit filters, as KeywordQuery's. MinScore applies to BM25's score in mode
+	// bm25, to the fused score in hybrid and adk_vectors; mode adk refuses it.
+	SessionID string   `json:"session_id,omitempty"`
+	Author    string   `json:"author,omitempty"`
+	Since     *float64 `json:"since,omitempty"`
+	Until     *float64 `json:"until,omitempty"`
+	MinScore  *float64 `json:"min_score,omitempty"`
 }
 
 // Recall answers like Search, with the nearest vectors of the namespace's ADK
 // events and memories fused in (mnem_recall); without a vector (no Vector, no
-// embedder) it answers as Search.
+// embedder) it answers as Search. Mode chooses other rankings.
 func (s *Store) Recall(app, user string, q RecallQuery) ([]MemoryEntry, error) {
 	var resp struct {
 		Memories []MemoryEntry `json:"memories"`

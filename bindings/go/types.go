@@ -41,6 +41,9 @@ type EpisodeInput struct {
 	TTLMs       int64           `json:"ttl_ms,omitempty"` // instead of ExpiresAtMs
 	Content     json.RawMessage `json:"content,omitempty"`
 	Embedding   []float32       `json:"embedding,omitempty"`
+	// EmbeddingModel names the model that made Embedding (1-256 bytes; only with
+	// Embedding). A namespace holds one model's vectors: the first one fixes it.
+	EmbeddingModel string `json:"embedding_model,omitempty"`
 	// Embed asks the store's embedder (SetEmbedder) for Embedding, from the text.
 	Embed bool `json:"embed,omitempty"`
 }
@@ -71,19 +74,33 @@ type HybridResult struct {
 }
 
 // KeywordQuery is a BM25 search over all visible records of a namespace.
+// SessionID, Author, Since, Until and MinScore choose which hits are returned
+// without changing any score (empty or nil: no filter).
 type KeywordQuery struct {
 	Text        string `json:"text"`
 	Limit       int    `json:"limit,omitempty"` // 0 = library default (10)
 	EpisodeType string `json:"episode_type,omitempty"`
 	Tag         string `json:"tag,omitempty"`
+	SessionID   string `json:"session_id,omitempty"` // the record's session_id equals it
+	Author      string `json:"author,omitempty"`     // the record's author equals it
+	// Since and Until bound the record's time (its Timestamp, else its creation),
+	// in seconds since the Unix epoch: Since inclusive, Until exclusive.
+	Since    *float64 `json:"since,omitempty"`
+	Until    *float64 `json:"until,omitempty"`
+	MinScore *float64 `json:"min_score,omitempty"` // the hit's BM25 score is at least this
 }
 
 // SubstringQuery is a case-insensitive substring search of primary/secondary/context.
+// Its filters are KeywordQuery's but MinScore: substring hits have no score.
 type SubstringQuery struct {
-	Text        string `json:"text"`
-	Limit       int    `json:"limit,omitempty"` // 0 = library default (10)
-	EpisodeType string `json:"episode_type,omitempty"`
-	Tag         string `json:"tag,omitempty"`
+	Text        string   `json:"text"`
+	Limit       int      `json:"limit,omitempty"` // 0 = library default (10)
+	EpisodeType string   `json:"episode_type,omitempty"`
+	Tag         string   `json:"tag,omitempty"`
+	SessionID   string   `json:"session_id,omitempty"`
+	Author      string   `json:"author,omitempty"`
+	Since       *float64 `json:"since,omitempty"`
+	Until       *float64 `json:"until,omitempty"`
 }
 
 // LexicalPageQuery is one bounded BM25 scan (mnem_lexical_page in include/mnem.h).
@@ -124,7 +141,20 @@ type HybridQuery struct {
 	Candidates     int      `json:"candidates,omitempty"` // multiplier; 0 = default
 	EpisodeType    string   `json:"episode_type,omitempty"`
 	Tag            string   `json:"tag,omitempty"`
+	// VectorModel names the model that made Vector; it must be the model of the
+	// namespace's vectors ("" matches vectors stored without a model name).
+	VectorModel string `json:"vector_model,omitempty"`
+	// Hit filters, as KeywordQuery's; MinScore applies to the fused Score.
+	SessionID string   `json:"session_id,omitempty"`
+	Author    string   `json:"author,omitempty"`
+	Since     *float64 `json:"since,omitempty"`
+	Until     *float64 `json:"until,omitempty"`
+	MinScore  *float64 `json:"min_score,omitempty"`
 }
 
 // Weight returns a pointer to w, for HybridQuery.SemanticWeight.
 func Weight(w float64) *float64 { return &w }
+
+// Float returns a pointer to f, for the optional numbers of a query
+// (Since, Until, MinScore).
+func Float(f float64) *float64 { return &f }

@@ -28,6 +28,8 @@ pub struct AdkEvent {
     pub rest: String,
     /// The vector of `text`, when the store has an embedder (set before the write's lock).
     pub embedding: Option<Vec<f32>>,
+    /// The model that made `embedding` (`EmbeddingProvider::model`).
+    pub embedding_model: Option<String>,
 }
 
 /// What `mnem_add_events` reads from its `custom_metadata` (other keys are ignored).

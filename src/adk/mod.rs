@@ -24,10 +24,11 @@ use crate::keys::Namespace;
 use crate::record::RecordView;
 use crate::store::now_ms;
 use crate::txn::{WriteTxn, Writers};
+use crate::vector::VectorSpace;
 pub use event::EventOptions;
 use event::{line_context, AdkEvent, Memory};
 use index::{Entry, Place, MEMORY_BUCKET};
-pub use recall::{RecallQuery, LEGACY_RECALL_TYPE, MAX_RECALL_LIMIT};
+pub use recall::{RecallMode, RecallQuery, DEFAULT_RECALL_LIMIT, LEGACY_RECALL_TYPE, MAX_RECALL_LIMIT};
 use state::{AdkChanges, AdkState, Bucket};
 use std::collections::HashSet;
 use uuid::Uuid;
@@ -52,6 +53,7 @@ fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeI
         expiry: opts.ttl_ms.map_or(Expiry::Never, Expiry::Ttl),
         content: Some(ev.content.clone()),
         embedding: ev.embedding.clone(),
+        embedding_model: ev.embedding.as_ref().and(ev.embedding_model.clone()),
         ..EpisodeInput::default()
     }
 }
@@ -59,9 +61,9 @@ fn event_input(ev: &AdkEvent, session_id: &str, opts: &EventOptions) -> EpisodeI
 /// One ADK write in progress: a write transaction with the `adk` keys it stages.
 struct AdkWrite<'w> {
     txn: WriteTxn<'w>,
-    /// The namespace's vector dimension, and whether an appended event set or used it.
-    dim: Option<u32>,
-    vectors: bool,
+    /// What the namespace's vectors are before this write, and after its events so far.
+    space_before: Option<VectorSpace>,
+    space: Option<VectorSpace>,
 }
 
 impl AdkWrite<'_> {
@@ -96,17 +98,9 @@ impl AdkWrite<'_> {
     fn append(&mut self, line: usize, input: EpisodeInput, bucket: u32, seq: u64) -> Result<Uuid> {
         let event_id = input.event_id.clone().unwrap_or_default();
         if let Some(v) = &input.embedding {
-            let d = v.len() as u32;
-            match self.dim {
-                Some(expected) if expected != d => {
-                    return Err(Error::invalid(format!(
-                        "{}: event {event_id:?}: the embedder's vector has {d} dimensions; this namespace's vectors have {expected}",
-                        line_context(line)
-                    )))
-                }
-                _ => self.dim = Some(d),
-            }
-            self.vectors = true;
+            VectorSpace::admit(&mut self.space, v.len() as u32, input.embedding_model.as_deref()).map_err(|why| {
+                Error::invalid(format!("{}: event {event_id:?}: the embedder's vector {why}", line_context(line)))
+            })?;
         }
         let now = self.txn.now;
         let id = self
@@ -128,14 +122,14 @@ impl Engine {
     /// Begin an ADK write to `ns`.
     fn adk_write<'w>(&self, writers: &'w Writers<'_>, ns: &Namespace) -> Result<AdkWrite<'w>> {
         let txn = writers.begin(ns)?;
-        let dim = self.vectors.dimension(&self.store, txn.snapshot(), ns)?;
-        Ok(AdkWrite { txn, dim, vectors: false })
+        let space = self.vectors.space(&self.store, txn.snapshot(), ns)?;
+        Ok(AdkWrite { txn, space_before: space.clone(), space })
     }
 
     /// Commit an ADK write, with the namespace's vector dimension when an event has a vector.
     fn adk_commit(&self, mut w: AdkWrite<'_>, ns: &Namespace) -> Result<()> {
-        if w.vectors {
-            self.vectors.stage_dimension(&mut w.txn.batch, ns, w.dim);
+        if w.space != w.space_before {
+            self.vectors.stage_space(&mut w.txn.batch, ns, w.space.as_ref());
         }
         w.commit()
     }

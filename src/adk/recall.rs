@@ -17,6 +17,7 @@ use super::state::AdkState;
 use crate::embed::{event_text, needs_vector, EmbeddingProvider};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::filter::HitFilter;
 use crate::hybrid::{fuse, DEFAULT_CANDIDATES, DEFAULT_SEMANTIC_WEIGHT};
 use crate::keys::Namespace;
 use crate::record::RecordView;
@@ -26,8 +27,42 @@ use uuid::Uuid;
 
 /// The episode type of the recall copies the Python service wrote before this module.
 pub const LEGACY_RECALL_TYPE: &str = "adk_recall";
-/// At most as many memories as `mnem_search` answers.
-pub const MAX_RECALL_LIMIT: usize = MAX_RESULTS;
+/// The most memories one recall answers (ADK's own ranking gives at most `MAX_RESULTS`).
+pub const MAX_RECALL_LIMIT: usize = 100;
+/// The default `limit`: as many as `mnem_search` answers.
+pub const DEFAULT_RECALL_LIMIT: usize = MAX_RESULTS;
+
+/// Which rankings a recall fuses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecallMode {
+    /// ADK's ranking alone: `mnem_search`'s answer (at most `MAX_RESULTS`); with hit filters,
+    /// ADK's ranking of the entries they accept.
+    Adk,
+    /// BM25 over the namespace's ADK events and memories.
+    Bm25,
+    /// BM25 fused with the nearest vectors of ADK events and memories.
+    Hybrid,
+    /// ADK's ranking fused with the nearest vectors (the default).
+    #[default]
+    AdkVectors,
+}
+
+impl RecallMode {
+    pub const NAMES: [(&'static str, RecallMode); 4] = [
+        ("adk", RecallMode::Adk),
+        ("bm25", RecallMode::Bm25),
+        ("hybrid", RecallMode::Hybrid),
+        ("adk_vectors", RecallMode::AdkVectors),
+    ];
+
+    fn lexical_is_bm25(self) -> bool {
+        matches!(self, RecallMode::Bm25 | RecallMode::Hybrid)
+    }
+
+    fn has_vectors(self) -> bool {
+        matches!(self, RecallMode::Hybrid | RecallMode::AdkVectors)
+    }
+}
 
 /// A `mnem_recall` query.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,11 +71,18 @@ pub struct RecallQuery {
     pub text: String,
     /// The query vector; absent, the store's embedder makes it (when it has one).
     pub vector: Option<Vec<f32>>,
+    /// The model that made `vector`, as `HybridQuery::vector_model`.
+    pub vector_model: Option<String>,
     /// 0 to `MAX_RECALL_LIMIT`.
     pub limit: usize,
     pub semantic_weight: f64,
-    /// The vector channel ranks `limit × candidates` entries (ADK's ranking gives its top 10).
+    /// The vector channel ranks `limit × candidates` entries (ADK's ranking gives its top 10),
+    /// and so does BM25.
     pub candidates: usize,
+    pub mode: RecallMode,
+    /// Which memories are returned (session, author, time, minimum score). `min_score` is
+    /// BM25's score in `Bm25` mode and the fused score in the fused modes; `Adk` has none.
+    pub hits: HitFilter,
 }
 
 impl RecallQuery {
@@ -48,15 +90,23 @@ impl RecallQuery {
         RecallQuery {
             text: text.into(),
             vector: None,
-            limit: MAX_RECALL_LIMIT,
+            vector_model: None,
+            limit: DEFAULT_RECALL_LIMIT,
             semantic_weight: DEFAULT_SEMANTIC_WEIGHT,
             candidates: DEFAULT_CANDIDATES,
+            mode: RecallMode::default(),
+            hits: HitFilter::default(),
         }
     }
 
     pub fn validate(&self) -> Result<()> {
         if self.limit > MAX_RECALL_LIMIT {
             return Err(Error::invalid(format!("`limit` must be at most {MAX_RECALL_LIMIT}")));
+        }
+        if self.mode == RecallMode::Adk && self.hits.min_score.is_some() {
+            return Err(Error::invalid(
+                "`min_score` needs a scored mode (bm25, hybrid or adk_vectors); adk has no scores",
+            ));
         }
         let hq = crate::HybridQuery {
             vector: self.vector.clone(),
@@ -69,7 +119,11 @@ impl RecallQuery {
 
     /// Does the query need a vector it lacks? The rule of `HybridQuery::wants_vector`.
     pub fn wants_vector(&self) -> bool {
-        self.vector.is_none() && self.limit > 0 && needs_vector(&self.text) && self.semantic_weight > 0.0
+        self.mode.has_vectors()
+            && self.vector.is_none()
+            && self.limit > 0
+            && needs_vector(&self.text)
+            && self.semantic_weight > 0.0
     }
 }
 
@@ -165,6 +219,10 @@ impl Engine {
         for (i, v) in todo.into_iter().zip(vectors) {
             events[i].1.embedding = Some(v);
         }
+        let model = provider.model().map(str::to_owned);
+        for (_, ev) in events.iter_mut() {
+            ev.embedding_model = model.clone();
+        }
         // A later event with an id already seen is skipped by the write; an id repeated within
         // add_session's batch is stored once per line, so give repeats the first one's vector.
         if !append {
@@ -215,34 +273,78 @@ impl Engine {
         }
         let prefix = ns.prefix();
         let now = now_ms();
-        let (snap, vectors, w_lex, w_sem) = self.vector_channel(ns, q.vector.as_deref(), q.semantic_weight, now)?;
+        let vector = if q.mode.has_vectors() { q.vector.as_deref() } else { None };
+        let (snap, vectors, w_lex, w_sem) =
+            self.vector_channel(ns, vector, q.vector_model.as_deref(), q.semantic_weight, now)?;
+        let pool = q.limit.saturating_mul(q.candidates);
+        let on_records = q.hits.reads_records();
+        // A candidate passes when it stands for a live ADK entry that the filters accept.
+        let entry_of = |id: &Uuid| -> Result<Option<Uuid>> {
+            let Some(entry) = self.recall_entry(&snap, &prefix, id, now)? else { return Ok(None) };
+            if on_records {
+                let Some(b) = self.store.get_episode_raw(&snap, &prefix, &entry)? else { return Ok(None) };
+                if !q.hits.accepts(&RecordView::parse(entry, &b)?) {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(entry))
+        };
         let mut semantic: Vec<Uuid> = Vec::new();
-        if let (Some(ix), Some(v), true) = (vectors, &q.vector, w_sem > 0.0) {
-            let pool = q.limit.saturating_mul(q.candidates);
-            let keep = |id: &Uuid| matches!(self.recall_entry(&snap, &prefix, id, now), Ok(Some(_)));
+        if let (Some(ix), Some(v), true) = (vectors, vector, w_sem > 0.0) {
+            let keep = |id: &Uuid| matches!(entry_of(id), Ok(Some(_)));
             let found: Vec<Uuid> = ix.nearest(v, pool, now, keep).into_iter().map(|(id, _)| id).collect();
             drop(ix);
             let mut seen = HashSet::new();
             for id in found {
-                if let Some(entry) = self.recall_entry(&snap, &prefix, &id, now)? {
+                if let Some(entry) = entry_of(&id)? {
                     if seen.insert(entry) {
                         semantic.push(entry);
                     }
                 }
             }
         }
-        let lexical: Vec<(Uuid, String)> = if w_lex > 0.0 {
-            search::search(&self.store, &snap, &prefix, &q.text, now, self.adk.pairs)?
-                .into_iter()
-                .map(|e| (e.uuid, e.memory_id))
-                .collect()
+        // The lexical ranking, with its scores (BM25's; ADK's ranking has none).
+        let mut lexical: Vec<(f64, Uuid)> = Vec::new();
+        if w_lex > 0.0 && q.mode.lexical_is_bm25() {
+            // Most documents of an ADK namespace are its entries: rank a few more than the
+            // pool, and everything only when too many were not entries.
+            let mut depth = pool.saturating_mul(2).max(16);
+            loop {
+                let ranked = self.bm25_lenient(&snap, ns, &q.text, now, depth)?;
+                let complete = ranked.len() < depth;
+                let mut seen = HashSet::new();
+                lexical.clear();
+                for (score, id) in ranked {
+                    if lexical.len() == pool {
+                        break;
+                    }
+                    if let Some(entry) = entry_of(&id)? {
+                        if seen.insert(entry) {
+                            lexical.push((score, entry));
+                        }
+                    }
+                }
+                if lexical.len() == pool || complete {
+                    break;
+                }
+                depth = usize::MAX;
+            }
+        } else if w_lex > 0.0 {
+            let mut accept = |e: &index::Entry| Ok(entry_of(&e.uuid)?.is_some());
+            let accept: Option<search::Accept<'_>> = if on_records { Some(&mut accept) } else { None };
+            for e in search::search_where(&self.store, &snap, &prefix, &q.text, now, self.adk.pairs, accept)? {
+                lexical.push((0.0, e.uuid));
+            }
+        }
+        let ranked: Vec<(Uuid, f64)> = if q.mode == RecallMode::Bm25 || (q.mode == RecallMode::Adk) {
+            lexical.iter().map(|&(score, id)| (id, score)).collect()
         } else {
-            Vec::new()
+            let ids: Vec<Uuid> = lexical.iter().map(|(_, u)| *u).collect();
+            fuse(&ids, &semantic, w_lex, w_sem).into_iter().map(|(id, score, ..)| (id, score)).collect()
         };
-        let ids: Vec<Uuid> = lexical.iter().map(|(u, _)| *u).collect();
         let mut out = Vec::with_capacity(q.limit);
-        for (id, ..) in fuse(&ids, &semantic, w_lex, w_sem) {
-            if out.len() == q.limit {
+        for (id, score) in ranked {
+            if out.len() == q.limit || !q.hits.scores(score) {
                 break;
             }
             let Some(bytes) = self.store.get_episode_raw(&snap, &prefix, &id)? else { continue };

@@ -312,6 +312,23 @@ pub(crate) fn search(
     now: i64,
     pairs: bool,
 ) -> Result<Vec<Entry>> {
+    search_where(store, snap, ns_prefix, query, now, pairs, None)
+}
+
+/// Whether an entry may be among the results.
+pub(crate) type Accept<'a> = &'a mut dyn FnMut(&Entry) -> Result<bool>;
+
+/// `search` among the entries `accept` accepts: the top `MAX_RESULTS` of those, as ADK would
+/// rank a memory holding only them (asked only of entries that would enter the results).
+pub(crate) fn search_where(
+    store: &Store,
+    snap: &Snapshot<'_>,
+    ns_prefix: &[u8],
+    query: &str,
+    now: i64,
+    pairs: bool,
+    mut accept: Option<Accept<'_>>,
+) -> Result<Vec<Entry>> {
     let plans: Vec<Plan> = tokenizer::words_lower(query).iter().map(|t| Plan::of(ns_prefix, t, pairs)).collect();
     let mut cursors =
         Cursor::open_all(store, snap, plans.iter().flat_map(|p| p.lists.iter().cloned()).collect(), now)?.into_iter();
@@ -344,7 +361,17 @@ pub(crate) fn search(
                     streams[i].next()?;
                 }
             }
-            if top.len() < MAX_RESULTS || score > threshold {
+            let enters = top.len() < MAX_RESULTS || score > threshold;
+            let accepted = match (&mut accept, enters) {
+                (Some(f), true) => {
+                    match index::entries_at(store, snap, ns_prefix, std::iter::once(&pivot[..]))?.first() {
+                        Some(e) => f(e)?,
+                        None => false,
+                    }
+                }
+                _ => enters,
+            };
+            if accepted {
                 let at = top.iter().position(|(s, _)| *s < score).unwrap_or(top.len());
                 top.insert(at, (score, pivot));
                 top.truncate(MAX_RESULTS);

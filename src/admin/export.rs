@@ -302,9 +302,9 @@ impl Run<'_, '_, '_> {
         let (store, snap) = (&self.engine.store, &self.snap);
         let state = AdkState { store, snap, prefix };
         let next_bucket = state.next_position()?;
-        let dimension = self.engine.vectors.dimension(store, snap, ns)?;
+        let space = self.engine.vectors.space(store, snap, ns)?;
         let w = &mut self.w;
-        lines::write_namespace(&mut w.line, ns, next_bucket, dimension);
+        lines::write_namespace(&mut w.line, ns, next_bucket, space.as_ref());
         w.emit()?;
         let mut buckets: Vec<(u32, u64, String)> =
             state.buckets()?.into_iter().map(|(session, b)| (b.position, b.next_seq, session)).collect();

@@ -59,7 +59,7 @@ impl Engine {
             adk.put_order(*p, *seq, id);
             txn.placement.places.insert(*id, (*p, *seq));
         }
-        self.vectors.stage_dimension(&mut txn.batch, &n.ns, n.dimension);
+        self.vectors.stage_space(&mut txn.batch, &n.ns, n.space.as_ref());
         let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
         for e in &n.episodes {
             if !e.deleted && tombstoned.contains(crate::adk::memory_id(e.event_id.as_deref(), &e.id).as_str()) {

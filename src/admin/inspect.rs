@@ -61,6 +61,9 @@ pub struct NamespaceStats {
     pub vector_index: KeyCount,
     /// The namespace's vector dimension, once a vector was stored.
     pub dimension: Option<u32>,
+    /// The model that made the namespace's vectors, when one was named
+    /// (`crate::vector::VectorSpace`).
+    pub embedding_model: Option<String>,
     /// RocksDB's estimate of the table-file bytes of the namespace's key ranges.
     pub approximate_file_bytes: u64,
 }
@@ -190,7 +193,10 @@ impl Engine {
             Ok(())
         })?;
         (s.bm25_index, s.adk_index, s.vector_index) = (bm25, adk, vector);
-        s.dimension = self.vectors.dimension(&self.store, &snap, ns)?;
+        if let Some(space) = self.vectors.space(&self.store, &snap, ns)? {
+            s.dimension = Some(space.dimension);
+            s.embedding_model = space.model;
+        }
         let end = keys::prefix_successor(&prefix).unwrap_or_default();
         for cf in [Cf::Episodes, Cf::Adk, Cf::Index] {
             s.approximate_file_bytes += self.store.approximate_bytes(cf, &prefix, &end);

@@ -69,9 +69,77 @@ enum Kind {
     /// BM25 fused with vector search (mnem_hybrid_search); lexical only without --vector or
     /// --embedder.
     Hybrid,
-    /// ADK memory search with semantic recall (mnem_recall): ADK's ranking fused with the
-    /// nearest ADK events; ADK's ranking alone without --vector or --embedder.
+    /// ADK memory search with semantic recall (mnem_recall): by default ADK's ranking fused
+    /// with the nearest ADK events (ADK's ranking alone without --vector or --embedder);
+    /// --mode chooses other rankings.
     Recall,
+}
+
+/// `mnem search --kind recall --mode`: which rankings mnem_recall fuses.
+#[derive(Clone, Copy, ValueEnum)]
+enum Mode {
+    /// ADK's ranking alone: --kind adk's answer (at most 10), which the filters narrow.
+    Adk,
+    /// BM25 over the namespace's ADK events and memories.
+    Bm25,
+    /// BM25 fused with the nearest vectors.
+    Hybrid,
+    /// ADK's ranking fused with the nearest vectors (the default).
+    #[value(name = "adk_vectors")]
+    AdkVectors,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Adk => "adk",
+            Mode::Bm25 => "bm25",
+            Mode::Hybrid => "hybrid",
+            Mode::AdkVectors => "adk_vectors",
+        }
+    }
+}
+
+/// `mnem search`'s hit filters: they choose which hits are returned without changing any
+/// score. Keyword, hybrid and recall take them.
+#[derive(Args)]
+struct Filters {
+    /// Keyword, hybrid and recall: only hits whose record's session_id is ID (ADK: the
+    /// session the event was added with).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Keyword, hybrid and recall: only hits whose record's author is NAME.
+    #[arg(long, value_name = "NAME")]
+    author: Option<String>,
+    /// Keyword, hybrid and recall: only records of this time or later, in seconds since the
+    /// Unix epoch (the record's timestamp, else when it was created).
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    since: Option<f64>,
+    /// Keyword, hybrid and recall: only records before this time (exclusive), in seconds since
+    /// the Unix epoch.
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    until: Option<f64>,
+    /// Keyword, hybrid and recall: only hits scoring at least X: BM25's score for keyword and
+    /// --mode bm25, the fused score for hybrid and the other recall modes (--mode adk has
+    /// no scores).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    min_score: Option<f64>,
+}
+
+impl Filters {
+    /// The flags given, as typed.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("--session", self.session.is_some()),
+            ("--author", self.author.is_some()),
+            ("--since", self.since.is_some()),
+            ("--until", self.until.is_some()),
+            ("--min-score", self.min_score.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
 }
 
 #[derive(Subcommand)]
@@ -101,9 +169,13 @@ store read-only. With --json, one JSON object per line: {\"app_name\",\"user_id\
     #[command(long_about = "Search one namespace. --kind adk (default) ranks like google-adk's \
 InMemoryMemoryService (mnem_search); keyword is BM25 (mnem_keyword_search); page is one bounded \
 BM25 scan page (mnem_lexical_page); hybrid fuses BM25 and vectors (mnem_hybrid_search); recall \
-is ADK's ranking with semantic recall (mnem_recall). For hybrid and recall give --vector as a \
-JSON array, or --embedder builtin (or CMD) to embed the query text, else they are lexical only. With --json \
-the output is exactly the JSON the C function writes. Opens the store read-only.")]
+is ADK's ranking with semantic recall (mnem_recall), or with --mode adk, bm25 or hybrid ADK's \
+ranking alone, BM25 over the ADK events and memories, or BM25 fused with vectors. For hybrid \
+and recall give --vector as a JSON array, or --embedder builtin (or CMD) to embed the query \
+text, else they are lexical only. --session, --author, --since, --until and --min-score \
+choose which hits keyword, hybrid and recall return without changing any score; adk and page \
+take none (for ADK's ranking with filters use --kind recall --mode adk). With --json the \
+output is exactly the JSON the C function writes. Opens the store read-only.")]
     Search {
         #[command(flatten)]
         store: Store,
@@ -112,9 +184,14 @@ the output is exactly the JSON the C function writes. Opens the store read-only.
         /// Which search runs.
         #[arg(long, value_enum, default_value = "adk")]
         kind: Kind,
-        /// Results wanted (keyword, page, hybrid); the C function's default when omitted.
+        /// Results wanted (keyword, page, hybrid, recall); the C function's default when omitted.
         #[arg(long)]
         limit: Option<u32>,
+        /// Recall: which rankings (default adk_vectors).
+        #[arg(long, value_enum)]
+        mode: Option<Mode>,
+        #[command(flatten)]
+        filters: Filters,
         /// Hybrid and recall: the query vector, a JSON array of numbers.
         #[arg(long)]
         vector: Option<String>,
@@ -127,6 +204,10 @@ the output is exactly the JSON the C function writes. Opens the store read-only.
         /// stdout.
         #[arg(long, value_name = "CMD")]
         embedder: Option<String>,
+        /// Hybrid and recall: the model that made --vector, or whose vectors the --embedder
+        /// command answers; needed when the namespace's vectors name their model.
+        #[arg(long, value_name = "NAME")]
+        vector_model: Option<String>,
         /// Print exactly the JSON the C function writes, instead of a table.
         #[arg(long)]
         json: bool,
@@ -287,8 +368,21 @@ fn run(cmd: Command) -> Outcome {
     match cmd {
         Command::Info { store, json } => info(&store.store, json),
         Command::Namespaces { store, json } => namespaces(&store.store, json),
-        Command::Search { store, ns, kind, limit, vector, semantic_weight, embedder, json, query } => {
-            let q = SearchArgs { kind, limit, vector, weight: semantic_weight, embedder };
+        Command::Search {
+            store,
+            ns,
+            kind,
+            limit,
+            mode,
+            filters,
+            vector,
+            semantic_weight,
+            embedder,
+            vector_model,
+            json,
+            query,
+        } => {
+            let q = SearchArgs { kind, limit, mode, filters, vector, weight: semantic_weight, embedder, vector_model };
             search(&store.store, &ns, q, json, &query)
         }
         Command::Get { store, ns, json, ids } => get(&store.store, &ns, json, &ids),
@@ -366,33 +460,119 @@ fn one_line(s: &str, max: usize) -> String {
     t
 }
 
-#[allow(clippy::too_many_arguments)]
 /// What `mnem search` was asked, beside the store, namespace and text.
 struct SearchArgs {
     kind: Kind,
     limit: Option<u32>,
+    mode: Option<Mode>,
+    filters: Filters,
     vector: Option<String>,
     weight: Option<f64>,
     embedder: Option<String>,
+    vector_model: Option<String>,
 }
 
-fn search(path: &str, ns: &Ns, args: SearchArgs, as_json: bool, query: &str) -> Outcome {
-    let SearchArgs { kind, limit, vector, weight, embedder } = args;
-    let m = open(path, false, false)?;
-    let namespace = Namespace::new(&ns.app, &ns.user);
+/// "--a", "--a and --b", "--a, --b and --c".
+fn flag_list(flags: &[&str]) -> String {
+    match flags {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The search's query JSON, after refusing the flags that do not apply to it.
+fn search_query(args: &SearchArgs, query: &str) -> Result<Value, Fail> {
+    let SearchArgs { kind, limit, mode, filters, vector, weight, embedder, vector_model } = args;
     let mut q = json!({"text": query});
     if let Some(l) = limit {
         q["limit"] = json!(l);
     }
     let semantic = matches!(kind, Kind::Hybrid | Kind::Recall);
-    if !semantic && (vector.is_some() || weight.is_some() || embedder.is_some()) {
-        return Err(fail(2, "--vector, --semantic-weight and --embedder apply to --kind hybrid and recall only"));
+    let vector_flags = vector.is_some() || weight.is_some() || embedder.is_some() || vector_model.is_some();
+    if !semantic && vector_flags {
+        return Err(fail(
+            2,
+            "--vector, --semantic-weight, --embedder and --vector-model apply to --kind hybrid and recall only",
+        ));
     }
     if matches!(kind, Kind::Adk) && limit.is_some() {
         return Err(fail(2, "--limit does not apply to --kind adk (ADK returns at most 10)"));
     }
+    if mode.is_some() && !matches!(kind, Kind::Recall) {
+        return Err(fail(2, "--mode applies to --kind recall only"));
+    }
+    let given = filters.given();
+    let verb = if given.len() == 1 { "does" } else { "do" };
+    match kind {
+        Kind::Adk if !given.is_empty() => {
+            return Err(fail(
+                2,
+                format!(
+                    "{} {verb} not apply to --kind adk: mnem_search takes no filters (--kind recall --mode adk \
+                     is ADK's ranking with them)",
+                    flag_list(&given)
+                ),
+            ))
+        }
+        Kind::Page if !given.is_empty() => {
+            return Err(fail(
+                2,
+                format!("{} {verb} not apply to --kind page: mnem_lexical_page takes no filters", flag_list(&given)),
+            ))
+        }
+        _ => {}
+    }
+    if let Some(m) = mode {
+        if matches!(m, Mode::Adk) && filters.min_score.is_some() {
+            return Err(fail(2, "--min-score does not apply to --mode adk, which has no scores"));
+        }
+        if matches!(m, Mode::Adk | Mode::Bm25) && vector_flags {
+            return Err(fail(
+                2,
+                format!(
+                    "--vector, --semantic-weight, --embedder and --vector-model do not apply to --mode {}, which \
+                     uses no vectors",
+                    m.name()
+                ),
+            ));
+        }
+        q["mode"] = json!(m.name());
+    }
+    for (flag, v) in [("--since", filters.since), ("--until", filters.until), ("--min-score", filters.min_score)] {
+        if v.is_some_and(|v| !v.is_finite()) {
+            return Err(fail(2, format!("{flag} must be a finite number")));
+        }
+    }
+    if let (Some(s), Some(u)) = (filters.since, filters.until) {
+        if s > u {
+            return Err(fail(2, format!("--since ({s}) is after --until ({u})")));
+        }
+    }
+    for (key, v) in [("session_id", &filters.session), ("author", &filters.author)] {
+        if let Some(v) = v {
+            q[key] = json!(v);
+        }
+    }
+    for (key, v) in [("since", filters.since), ("until", filters.until), ("min_score", filters.min_score)] {
+        if let Some(v) = v {
+            q[key] = json!(v);
+        }
+    }
     if vector.is_some() && embedder.is_some() {
         return Err(fail(2, "give --vector or --embedder, not both"));
+    }
+    if vector_model.is_some() {
+        match embedder.as_deref() {
+            Some("builtin") => {
+                return Err(fail(2, "--vector-model does not apply to --embedder builtin, which names its own model"))
+            }
+            Some(_) => {}
+            None if vector.is_none() => {
+                return Err(fail(2, "--vector-model names the model of --vector or --embedder"))
+            }
+            None => q["vector_model"] = json!(vector_model),
+        }
     }
     if let Some(v) = &vector {
         q["vector"] = serde_json::from_str::<Value>(v).map_err(|e| fail(2, format!("--vector is not JSON: {e}")))?;
@@ -400,9 +580,17 @@ fn search(path: &str, ns: &Ns, args: SearchArgs, as_json: bool, query: &str) -> 
     if let Some(w) = weight {
         q["semantic_weight"] = json!(w);
     }
+    Ok(q)
+}
+
+fn search(path: &str, ns: &Ns, args: SearchArgs, as_json: bool, query: &str) -> Outcome {
+    let q = search_query(&args, query)?;
+    let SearchArgs { kind, embedder, vector_model, .. } = args;
+    let m = open(path, false, false)?;
+    let namespace = Namespace::new(&ns.app, &ns.user);
     match embedder.as_deref() {
         Some("builtin") => m.set_embedder(Some(mnem::embed::builtin::shared(None)?)),
-        Some(cmd) => m.set_embedder(Some(Arc::new(CommandEmbedder::start(cmd)?))),
+        Some(cmd) => m.set_embedder(Some(Arc::new(CommandEmbedder::start(cmd, vector_model)?))),
         None => {}
     }
     let q = q.to_string();
@@ -553,11 +741,13 @@ fn check(path: &str, as_json: bool) -> Outcome {
 /// language fits behind it.
 struct CommandEmbedder {
     cmd: String,
+    /// The model its vectors are from (--vector-model), when named.
+    model: Option<String>,
     io: Mutex<(Child, ChildStdin, BufReader<ChildStdout>)>,
 }
 
 impl CommandEmbedder {
-    fn start(cmd: &str) -> Result<CommandEmbedder, Fail> {
+    fn start(cmd: &str, model: Option<String>) -> Result<CommandEmbedder, Fail> {
         let mut child = std::process::Command::new("sh")
             .arg("-c")
             .arg(cmd)
@@ -567,7 +757,7 @@ impl CommandEmbedder {
             .map_err(|e| fail(2, format!("--embedder: cannot start {cmd:?}: {e}")))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        Ok(CommandEmbedder { cmd: cmd.to_string(), io: Mutex::new((child, stdin, stdout)) })
+        Ok(CommandEmbedder { cmd: cmd.to_string(), model, io: Mutex::new((child, stdin, stdout)) })
     }
 }
 
@@ -585,6 +775,10 @@ impl EmbeddingProvider for CommandEmbedder {
                 .map_err(|e| failed(format!("answered {:?}, not a JSON array of numbers: {e}", one_line(&answer, 60)))),
             Err(e) => Err(failed(format!("cannot read: {e}"))),
         }
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 }
 

@@ -133,7 +133,7 @@ pub extern "C" fn mnem_list_namespaces(
 /// One namespace's statistics, counted by a scan of its keys (time in proportion to them):
 /// `{"records":{"keys","bytes"}, "live", "deleted", "expired", "buckets", "bucket_events",
 /// "memory_tombstones", "adk":{"keys","bytes"}, "index":{"bm25":{"keys","bytes"},
-/// "adk":{...},"vector":{...}}, "dimension": N|null, "approximate_file_bytes"}`. `records`
+/// "adk":{...},"vector":{...}}, "dimension": N|null, "embedding_model": string|null, "approximate_file_bytes"}`. `records`
 /// are the stored episode records (one per episode, tombstones included), split into `live`
 /// (visible now), `deleted` and `expired`; `buckets`, `bucket_events` and `memory_tombstones`
 /// count ADK sessions, the events they hold and `mnem_delete_memory` ids; `adk` and `index`

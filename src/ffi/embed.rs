@@ -175,19 +175,29 @@ pub extern "C" fn mnem_hybrid_search_with(
     })
 }
 
-/// ADK `search_memory` with semantic recall: ADK's ranking (`mnem_search`) fused with the
-/// nearest vectors of the namespace's ADK events and memories (those `mnem_add_session`,
-/// `mnem_add_events` and `mnem_put_episodes` stored with a vector) by the weighted
-/// reciprocal rank fusion of `mnem_hybrid_search`. Query `{"text" (required), "vector"
-/// (optional; without it the store's embedder embeds `text`), "limit" (0-10, default 10),
-/// "semantic_weight" (finite, 0-1, default 0.5), "candidates" (the vector channel ranks
-/// `limit × candidates`, default 4)}`. Deleted, expired and forgotten memories are never
-/// found by either channel. Without a vector (no `vector`, no embedder) or without a live
-/// vector in the namespace, or with `semantic_weight` 0, the answer is `mnem_search`'s.
-/// Blank text or limit 0 returns no memories. Writes `mnem_search`'s
-/// `{"memories":[MemoryEntry...]}`, best first.
+/// ADK `search_memory` with the controls ADK lacks: a ranking mode, a limit, filters and
+/// semantic recall. Query `{"text" (required), "mode", "vector" (optional; without it the
+/// store's embedder embeds `text` in the modes that use vectors), "vector_model" (as in
+/// `mnem_hybrid_search`), "limit" (0-100, default 10), "semantic_weight" (finite, 0-1, default
+/// 0.5), "candidates" (each ranking fused gives `limit × candidates`, default 4)}` and the hit
+/// filters of `mnem_keyword_search`. `mode`:
+/// - "adk_vectors" (the default): ADK's ranking (`mnem_search`) fused with the nearest vectors
+///   of the namespace's ADK events and memories (those `mnem_add_session`, `mnem_add_events`
+///   and `mnem_put_episodes` stored with a vector) by the weighted reciprocal rank fusion of
+///   `mnem_hybrid_search`;
+/// - "hybrid": BM25 over the ADK events and memories (their first 4096 bytes and 64 distinct
+///   terms) fused with the nearest vectors likewise;
+/// - "bm25": that BM25 ranking alone; "adk": ADK's ranking alone.
+///
+/// Without a vector (no `vector`, no embedder) or without a live vector in the namespace, or
+/// with `semantic_weight` 0, a fused mode answers with its lexical ranking ("adk_vectors" then
+/// answers as `mnem_search`). Each ranking ranks only the memories the hit filters accept (ADK's: at
+/// most 10, as ADK would rank a memory holding only those). `min_score` applies to BM25's score
+/// ("bm25") or the fused score; "adk" has no score and refuses it. Deleted, expired and
+/// forgotten memories are never found. Blank text or limit 0 returns no memories. Writes
+/// `mnem_search`'s `{"memories":[MemoryEntry...]}`, best first.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, vector
-/// dimension); EMBEDDER_FAILED; BUSY; IO; CORRUPTION; INTERNAL.
+/// dimension or model); EMBEDDER_FAILED; BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
 pub extern "C" fn mnem_recall(
     store: *const mnem_store,

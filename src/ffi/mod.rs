@@ -632,7 +632,10 @@ pub extern "C" fn mnem_search(
 /// `id` (UUID; omitted: a new UUIDv7), `episode_type` (default "episode"), `tags`,
 /// `primary`, `secondary`, `context` (the searchable text), `metadata` (object),
 /// `author`, `session_id`, `event_id`, `timestamp` (seconds), `expires_at_ms` or `ttl_ms`,
-/// `content` (any JSON), `embedding` (array of 1 to 16,384 numbers: the namespace's first
+/// `content` (any JSON), `embedding_model` (the name of the model that made `embedding`; the
+/// namespace's first vector fixes its model, and a vector of another model, or unnamed
+/// against a named one, is INVALID_ARGUMENT; the store's embedder names its own, the built-in
+/// one "all-MiniLM-L6-v2"), `embedding` (array of 1 to 16,384 numbers: the namespace's first
 /// vector fixes the dimension) or `embed` (true: the store's embedder, `mnem_set_embedder`,
 /// embeds the episode's non-blank primary, secondary and context texts joined by "\n",
 /// before the write takes the writers' lock; all three blank: no vector). An existing id becomes a new revision; a deleted id cannot be reused.
@@ -788,8 +791,14 @@ pub extern "C" fn mnem_delete_episodes(
 
 /// BM25 over every visible episode of the namespace (primary, secondary and context text;
 /// k1 1.2, b 0.75, f64). Query `{"text", "limit" (0-1000, default 10), "episode_type",
-/// "tag"}`; text without terms or limit 0 returns no results. Writes
+/// "tag"}` and the hit filters below; text without terms or limit 0 returns no results. Writes
 /// `{"results":[{"record":Episode,"score":f64}...]}`, score descending, ties by UUID.
+/// Hit filters (keyword, substring and hybrid queries, and `mnem_recall`): `"session_id"` and
+/// `"author"` (the record's equal this), `"since"` (inclusive) and `"until"` (exclusive): the
+/// record's time, its `timestamp` or else its creation time, in seconds since the Unix epoch
+/// (`since` after `until` is INVALID_ARGUMENT), and `"min_score"` (the hit's score is at
+/// least this; not for substring search). They choose which hits are returned and change no
+/// score: BM25's statistics stay those of the corpus `episode_type` and `tag` choose.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (unknown key, bad value, text over 4096
 /// bytes or 64 terms); BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]
@@ -851,7 +860,8 @@ pub extern "C" fn mnem_lexical_page(
 
 /// Substring search (Rust: `Mnem::search_episodes`): visible episodes whose primary,
 /// secondary or context text contains `text`, compared in lowercase. Query `{"text"
-/// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}`; limit 0 returns no
+/// (non-empty), "limit" (0-1000, default 10), "episode_type", "tag"}` and the hit filters of
+/// `mnem_keyword_search` but `min_score`; limit 0 returns no
 /// results. Writes `{"results":[{"record":Episode}...]}` in ascending UUID order (roughly
 /// creation order).
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT; BUSY; IO; CORRUPTION; INTERNAL.
@@ -880,7 +890,10 @@ pub extern "C" fn mnem_substring_search(
 /// reciprocal rank fusion. Query `{"text", "vector" (optional array of up to 16,384 numbers),
 /// "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
 /// is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
-/// default 4, saturating), "episode_type", "tag"}`. Lexical weight = 1 - semantic_weight; a
+/// default 4, saturating), "episode_type", "tag", "vector_model" (the model that made `vector`:
+/// a namespace holds one model's vectors, see `mnem_put_episodes`)}` and the hit filters of
+/// `mnem_keyword_search`, which apply to both channels (`min_score` to the fused score).
+/// Lexical weight = 1 - semantic_weight; a
 /// zero-weight channel takes no part; without `vector`, or without a live vector in the
 /// namespace (all deleted or expired counts as none), the lexical weight is 1. Without `vector`
 /// and with an embedder registered (`mnem_set_embedder`), the embedder embeds `text` when the

@@ -9,8 +9,9 @@ pub mod tokenizer;
 use crate::adk::tokenizer::lower;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::filter::HitFilter;
 use crate::keys::Namespace;
-use crate::record::{Episode, ScanView};
+use crate::record::{Episode, RecordView, ScanView};
 use crate::store::now_ms;
 use bm25::{Corpus, TermMatcher};
 use uuid::Uuid;
@@ -121,6 +122,8 @@ pub struct KeywordQuery {
     pub limit: usize,
     pub episode_type: Option<String>,
     pub tag: Option<String>,
+    /// Which hits are returned (session, author, time, minimum score); scores do not change.
+    pub hits: HitFilter,
 }
 
 impl KeywordQuery {
@@ -128,6 +131,7 @@ impl KeywordQuery {
     /// without terms, or a zero limit).
     fn terms_and_filter(&self) -> Result<Option<(Vec<String>, Filter<'_>)>> {
         let terms = checked_terms(&self.text)?;
+        self.hits.validate()?;
         if terms.is_empty() || self.limit == 0 {
             return Ok(None);
         }
@@ -135,7 +139,13 @@ impl KeywordQuery {
     }
 
     pub fn new(text: impl Into<String>) -> KeywordQuery {
-        KeywordQuery { text: text.into(), limit: DEFAULT_LIMIT, episode_type: None, tag: None }
+        KeywordQuery {
+            text: text.into(),
+            limit: DEFAULT_LIMIT,
+            episode_type: None,
+            tag: None,
+            hits: HitFilter::default(),
+        }
     }
 }
 
@@ -307,7 +317,67 @@ impl Engine {
         now: i64,
     ) -> Result<Vec<(f64, Uuid)>> {
         let Some((terms, filter)) = q.terms_and_filter()? else { return Ok(Vec::new()) };
-        index::rank(&self.store, snap, &ns.prefix(), &terms, filter, now, q.limit)
+        let limit = if q.hits.reads_records() { usize::MAX } else { q.limit };
+        let ranked = index::rank(&self.store, snap, &ns.prefix(), &terms, filter, now, limit)?;
+        self.narrow(snap, ns, ranked, &q.hits, q.limit)
+    }
+
+    /// The first `limit` hits of `ranked` (best first) that pass `hits`. Ranked hits below
+    /// the minimum score end the walk; records are read `limit` at a time, only when a
+    /// filter looks at them.
+    pub(crate) fn narrow(
+        &self,
+        snap: &crate::store::Snapshot<'_>,
+        ns: &Namespace,
+        mut ranked: Vec<(f64, Uuid)>,
+        hits: &HitFilter,
+        limit: usize,
+    ) -> Result<Vec<(f64, Uuid)>> {
+        if let Some(cut) = ranked.iter().position(|(score, _)| !hits.scores(*score)) {
+            ranked.truncate(cut);
+        }
+        if !hits.reads_records() {
+            ranked.truncate(limit);
+            return Ok(ranked);
+        }
+        let prefix = ns.prefix();
+        let mut out = Vec::with_capacity(limit.min(ranked.len()));
+        for chunk in ranked.chunks(limit.clamp(1, 256)) {
+            let ids: Vec<Uuid> = chunk.iter().map(|r| r.1).collect();
+            for (&(score, id), bytes) in chunk.iter().zip(self.store.get_episodes_raw(snap, &prefix, &ids)?) {
+                let Some(bytes) = bytes else { continue };
+                if out.len() < limit && hits.accepts(&RecordView::parse(id, &bytes)?) {
+                    out.push((score, id));
+                }
+            }
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The BM25 ranking of the namespace's documents for any text, at most `limit`: its first
+    /// `MAX_TEXT_BYTES` bytes and first `MAX_TERMS` distinct terms (recall ranks an agent's
+    /// query, which keyword search's limits must not refuse).
+    pub(crate) fn bm25_lenient(
+        &self,
+        snap: &crate::store::Snapshot<'_>,
+        ns: &Namespace,
+        text: &str,
+        now: i64,
+        limit: usize,
+    ) -> Result<Vec<(f64, Uuid)>> {
+        let mut end = text.len().min(MAX_TEXT_BYTES);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut terms = tokenizer::query_terms(&text[..end]);
+        terms.truncate(MAX_TERMS);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        index::rank(&self.store, snap, &ns.prefix(), &terms, Filter { episode_type: None, tag: None }, now, limit)
     }
 
     /// `Mnem::keyword_search_by_scan` (the public documentation is there).
@@ -321,7 +391,9 @@ impl Engine {
         let Some((terms, filter)) = q.terms_and_filter()? else { return Ok(Vec::new()) };
         let mut matcher = TermMatcher::new(terms);
         let w = self.scan_window(&snap, ns, &mut matcher, Scan { filter, after: None, budget: None, now })?;
-        self.fetch_hits(&snap, ns, Self::rank(&w, q.limit))
+        let limit = if q.hits.reads_records() { usize::MAX } else { q.limit };
+        let ranked = self.narrow(&snap, ns, Self::rank(&w, limit), &q.hits, q.limit)?;
+        self.fetch_hits(&snap, ns, ranked)
     }
 
     /// `Mnem::keyword_search_at` (the public documentation is there).
@@ -341,6 +413,10 @@ impl Engine {
         if q.text.is_empty() {
             return Err(Error::invalid("`text` is empty"));
         }
+        q.hits.validate()?;
+        if q.hits.min_score.is_some() {
+            return Err(Error::invalid("`min_score` applies to scored searches; substring search has no scores"));
+        }
         let needle = lower(&q.text);
         let finder = memchr::memmem::Finder::new(needle.as_bytes());
         let now = now_ms();
@@ -354,7 +430,9 @@ impl Engine {
             if !v.is_visible(now) || !filter.accepts(&v) {
                 continue;
             }
-            if [v.primary, v.secondary, v.context].iter().any(|t| finder.find(lower(t).as_bytes()).is_some()) {
+            if [v.primary, v.secondary, v.context].iter().any(|t| finder.find(lower(t).as_bytes()).is_some())
+                && (!q.hits.reads_records() || q.hits.accepts(&RecordView::parse(id, bytes)?))
+            {
                 out.push(Episode::decode(id, bytes)?);
             }
         }

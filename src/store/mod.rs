@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 /// The on-disk format this build writes; stores with a larger number are refused. docs/FORMAT.md
 /// describes the format and when this number must change; tests/format.rs pins it.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format this build opens; older stores gain their indexes once, at the first
 /// read-write open (`Mnem::open`).
 pub const OLDEST_FORMAT: u32 = 1;

@@ -363,20 +363,77 @@ impl VectorIndex {
         LoadTicket { bucket, started, quiet: started == finished }
     }
 
-    /// The namespace's vector dimension, fixed by its first vector.
-    pub(crate) fn dimension(&self, store: &Store, snap: &Snapshot<'_>, ns: &Namespace) -> Result<Option<u32>> {
-        match store.get_cf(snap, Cf::Meta, &dim_key(&ns.prefix()))? {
-            Some(v) => Ok(Some(u32::from_le_bytes(
-                v.as_slice().try_into().map_err(|_| Error::corruption("vector dimension record is malformed"))?,
-            ))),
-            None => Ok(None),
-        }
+    /// What the namespace's vectors are (dimension and model), once one was stored.
+    pub(crate) fn space(&self, store: &Store, snap: &Snapshot<'_>, ns: &Namespace) -> Result<Option<VectorSpace>> {
+        store.get_cf(snap, Cf::Meta, &dim_key(&ns.prefix()))?.map(|v| VectorSpace::decode(&v)).transpose()
     }
 
-    pub(crate) fn stage_dimension(&self, batch: &mut Batch, ns: &Namespace, dim: Option<u32>) {
-        if let Some(d) = dim {
-            batch.put(Cf::Meta, dim_key(&ns.prefix()), d.to_le_bytes());
+    pub(crate) fn stage_space(&self, batch: &mut Batch, ns: &Namespace, space: Option<&VectorSpace>) {
+        if let Some(s) = space {
+            batch.put(Cf::Meta, dim_key(&ns.prefix()), s.encode());
         }
+    }
+}
+
+/// What a namespace's vectors are: their dimension and the model that made them, fixed by the
+/// first vector stored (the `meta` record `dim:` ‖ prefix). `model` is the name of the store's
+/// embedder that made them (`EmbeddingProvider::model`, or an episode's `embedding_model`);
+/// `None` for vectors the caller gave without naming a model. A namespace holds one model's
+/// vectors: similarity between two models' vectors means nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VectorSpace {
+    pub dimension: u32,
+    pub model: Option<String>,
+}
+
+/// The longest model name a namespace records.
+pub const MAX_MODEL_NAME: usize = 256;
+
+impl VectorSpace {
+    /// `u32le` dimension, then the model's name in UTF-8 (nothing when unnamed).
+    fn encode(&self) -> Vec<u8> {
+        let mut v = self.dimension.to_le_bytes().to_vec();
+        v.extend_from_slice(self.model.as_deref().unwrap_or("").as_bytes());
+        v
+    }
+
+    fn decode(v: &[u8]) -> Result<VectorSpace> {
+        let malformed = || Error::corruption("vector dimension record is malformed");
+        let (dim, name) = v.split_first_chunk::<4>().ok_or_else(malformed)?;
+        let name = std::str::from_utf8(name).map_err(|_| malformed())?;
+        Ok(VectorSpace { dimension: u32::from_le_bytes(*dim), model: (!name.is_empty()).then(|| name.to_string()) })
+    }
+
+    /// Admit a vector of `dim` numbers made by `model` into the namespace whose vectors are
+    /// `space` (none yet: it becomes the first); the error is the sentence that says why not.
+    pub(crate) fn admit(
+        space: &mut Option<VectorSpace>,
+        dim: u32,
+        model: Option<&str>,
+    ) -> std::result::Result<(), String> {
+        match space {
+            None => {
+                *space = Some(VectorSpace { dimension: dim, model: model.map(str::to_owned) });
+                Ok(())
+            }
+            Some(s) if s.dimension != dim => {
+                Err(format!("has {dim} dimensions; this namespace's vectors have {}", s.dimension))
+            }
+            Some(s) if s.model.as_deref() != model => Err(format!(
+                "is from {}, but this namespace's vectors are from {}: a namespace holds one model's vectors",
+                describe_model(model),
+                describe_model(s.model.as_deref())
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// How messages name a vector's model.
+pub(crate) fn describe_model(model: Option<&str>) -> String {
+    match model {
+        Some(m) => format!("the model {m:?}"),
+        None => "the caller (no model named)".to_string(),
     }
 }
 

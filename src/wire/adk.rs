@@ -4,7 +4,7 @@
 use super::{lines, parse_object, push_opt_str, push_str, Fields};
 use crate::adk::event::{line_context, AdkEvent, EventOptions, Memory};
 use crate::adk::timestamp::format_timestamp;
-use crate::adk::{RecallQuery, MAX_RECALL_LIMIT};
+use crate::adk::{RecallMode, RecallQuery, MAX_RECALL_LIMIT};
 use crate::error::{Error, Result};
 
 impl EventOptions {
@@ -32,6 +32,7 @@ impl RecallQuery {
         let text = f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))?;
         let mut q = RecallQuery::new(text);
         q.vector = f.get::<Vec<f32>>("vector", "an array of numbers")?;
+        q.vector_model = f.string("vector_model")?;
         if let Some(l) = f.get::<u64>("limit", &format!("an integer from 0 to {MAX_RECALL_LIMIT}"))? {
             q.limit = usize::try_from(l).unwrap_or(usize::MAX);
         }
@@ -41,6 +42,12 @@ impl RecallQuery {
         if let Some(c) = f.get::<u64>("candidates", "a positive integer")? {
             q.candidates = usize::try_from(c).unwrap_or(usize::MAX);
         }
+        if let Some(m) = f.string("mode")? {
+            q.mode = RecallMode::NAMES.iter().find(|(n, _)| *n == m).map(|(_, mode)| *mode).ok_or_else(|| {
+                Error::invalid(format!("`mode` must be \"adk\", \"bm25\", \"hybrid\" or \"adk_vectors\", got {m:?}"))
+            })?;
+        }
+        q.hits = super::query::hit_filter(&mut f)?;
         f.finish()?;
         Ok(q)
     }
@@ -90,6 +97,7 @@ pub fn parse_event(line: &str, now_secs: f64) -> Result<Option<AdkEvent>> {
         text,
         rest: String::from_utf8(rest).expect("built from UTF-8 pieces"),
         embedding: None,
+        embedding_model: None,
     }))
 }
 

@@ -134,7 +134,7 @@ impl NamespaceStats {
         format!(
             "{{\"records\":{},\"live\":{},\"deleted\":{},\"expired\":{},\"buckets\":{},\"bucket_events\":{},\
              \"memory_tombstones\":{},\"adk\":{},\"index\":{{\"bm25\":{},\"adk\":{},\"vector\":{}}},\
-             \"dimension\":{},\"approximate_file_bytes\":{}}}",
+             \"dimension\":{},\"embedding_model\":{},\"approximate_file_bytes\":{}}}",
             kc(&self.records),
             self.live,
             self.deleted,
@@ -147,6 +147,11 @@ impl NamespaceStats {
             kc(&self.adk_index),
             kc(&self.vector_index),
             self.dimension.map_or("null".to_string(), |d| d.to_string()),
+            self.embedding_model.as_deref().map_or("null".to_string(), |m| {
+                let mut v = Vec::new();
+                super::push_str(&mut v, m);
+                String::from_utf8(v).expect("JSON of a string")
+            }),
             self.approximate_file_bytes
         )
         .into_bytes()

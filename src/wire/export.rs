@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::keys::Namespace;
 use crate::record::{Episode, RecordView, MAX_RECORD_BYTES};
 use crate::store::FORMAT_VERSION;
+use crate::vector::{VectorSpace, MAX_MODEL_NAME};
 use std::collections::HashSet;
 use uuid::Uuid;
 
@@ -43,11 +44,15 @@ pub fn write_header(out: &mut Vec<u8>, only: Option<&Namespace>) {
 }
 
 /// A namespace line: what its later lines belong to.
-pub fn write_namespace(out: &mut Vec<u8>, ns: &Namespace, next_bucket: u32, dimension: Option<u32>) {
+pub fn write_namespace(out: &mut Vec<u8>, ns: &Namespace, next_bucket: u32, space: Option<&VectorSpace>) {
     out.extend_from_slice(b"{\"type\":\"namespace\",");
     push_namespace_fields(out, ns);
     out.extend_from_slice(format!(",\"next_bucket\":{next_bucket},\"dimension\":").as_bytes());
-    out.extend_from_slice(dimension.map_or("null".to_string(), |d| d.to_string()).as_bytes());
+    out.extend_from_slice(space.map_or("null".to_string(), |s| s.dimension.to_string()).as_bytes());
+    if let Some(model) = space.and_then(|s| s.model.as_deref()) {
+        out.extend_from_slice(b",\"embedding_model\":");
+        push_str(out, model);
+    }
     out.push(b'}');
 }
 
@@ -107,7 +112,7 @@ pub fn write_export_page(out: &mut Vec<u8>, lines: &str, next_cursor: Option<&st
 pub(crate) struct NsImport {
     pub ns: Namespace,
     pub next_bucket: u32,
-    pub dimension: Option<u32>,
+    pub space: Option<VectorSpace>,
     /// session id -> (position, next sequence)
     pub buckets: Vec<(String, u32, u64)>,
     pub tombstones: Vec<String>,
@@ -213,6 +218,15 @@ pub(crate) fn parse_export(input: &str) -> Result<(Vec<NsImport>, u64)> {
                 }
                 let next_bucket = f.get::<u32>("next_bucket", "an integer").map_err(at)?.unwrap_or(0);
                 let dimension = f.get::<u32>("dimension", "an integer").map_err(at)?;
+                let model = f.string("embedding_model").map_err(at)?;
+                if model.as_ref().is_some_and(|m| m.is_empty() || m.len() > MAX_MODEL_NAME) {
+                    return Err(at(Error::invalid(format!("`embedding_model` must be 1 to {MAX_MODEL_NAME} bytes"))));
+                }
+                let space = match (dimension, model) {
+                    (Some(dimension), model) => Some(VectorSpace { dimension, model }),
+                    (None, None) => None,
+                    (None, Some(_)) => return Err(at(Error::invalid("`embedding_model` without `dimension`"))),
+                };
                 if let Some(prev) = out.last() {
                     check_orders(prev, &ids)?;
                 }
@@ -221,7 +235,7 @@ pub(crate) fn parse_export(input: &str) -> Result<(Vec<NsImport>, u64)> {
                 out.push(NsImport {
                     ns,
                     next_bucket,
-                    dimension,
+                    space,
                     buckets: Vec::new(),
                     tombstones: Vec::new(),
                     episodes: Vec::new(),
@@ -261,11 +275,12 @@ pub(crate) fn parse_export(input: &str) -> Result<(Vec<NsImport>, u64)> {
                     return Err(at(Error::invalid(format!("episode {} appears twice in its namespace", e.id))));
                 }
                 if let Some(v) = &e.embedding {
-                    if cur.dimension != Some(v.len() as u32) {
+                    let dimension = cur.space.as_ref().map(|s| s.dimension);
+                    if dimension != Some(v.len() as u32) {
                         return Err(at(Error::invalid(format!(
                             "`embedding` has {} dimensions; the namespace line says {:?}",
                             v.len(),
-                            cur.dimension
+                            dimension
                         ))));
                     }
                 }

@@ -6,6 +6,7 @@
 use super::episode::parse_uuid;
 use super::{parse_object, push_f64, push_str, Fields};
 use crate::error::{Error, Result};
+use crate::filter::HitFilter;
 use crate::hybrid::{HybridQuery, HybridSearchResult};
 use crate::lexical::{
     KeywordQuery, KeywordSearchResult, LexicalPage, LexicalQuery, DEFAULT_LIMIT, DEFAULT_SCAN_BYTES, MAX_PAGE_LIMIT,
@@ -16,6 +17,19 @@ use crate::record::Episode;
 /// The `text` every query requires.
 fn required_text(f: &mut Fields<'_>) -> Result<String> {
     f.string("text")?.ok_or_else(|| Error::invalid("`text` is required"))
+}
+
+/// The hit filters every scored query takes (`crate::filter::HitFilter`).
+pub(super) fn hit_filter(f: &mut Fields<'_>) -> Result<HitFilter> {
+    let h = HitFilter {
+        session_id: f.string("session_id")?,
+        author: f.string("author")?,
+        since: f.get::<f64>("since", "a number of seconds since the Unix epoch")?,
+        until: f.get::<f64>("until", "a number of seconds since the Unix epoch")?,
+        min_score: f.get::<f64>("min_score", "a number")?,
+    };
+    h.validate()?;
+    Ok(h)
 }
 
 fn ranged(f: &mut Fields<'_>, key: &str, lo: usize, hi: usize) -> Result<Option<usize>> {
@@ -36,6 +50,7 @@ impl KeywordQuery {
         q.limit = ranged(&mut f, "limit", 0, MAX_SEARCH_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
         q.episode_type = f.string("episode_type")?;
         q.tag = f.string("tag")?;
+        q.hits = hit_filter(&mut f)?;
         f.finish()?;
         Ok(q)
     }
@@ -65,6 +80,7 @@ impl HybridQuery {
         let text = required_text(&mut f)?;
         let mut q = HybridQuery::new(text);
         q.vector = f.get::<Vec<f32>>("vector", "an array of numbers")?;
+        q.vector_model = f.string("vector_model")?;
         if let Some(l) = f.get::<u64>("limit", "a non-negative integer")? {
             q.limit = usize::try_from(l).unwrap_or(usize::MAX);
         }
@@ -76,6 +92,7 @@ impl HybridQuery {
         }
         q.episode_type = f.string("episode_type")?;
         q.tag = f.string("tag")?;
+        q.hits = hit_filter(&mut f)?;
         f.finish()?;
         Ok(q)
     }

@@ -52,7 +52,7 @@ def elf_section_names(path: Path) -> list[str]:
 def test_distribution_metadata():
     assert importlib.metadata.version("mnem-memory") == mnem.version()
     files = {str(f) for f in importlib.metadata.files("mnem-memory")}
-    assert {"mnem/py.typed", "mnem/libmnem.so", "mnem/adk.py"} <= files
+    assert {"mnem/py.typed", "mnem/libmnem.so", "mnem/adk.py", "mnem/preload.py"} <= files
 
 
 def test_store_and_service_work(tmp_path):

@@ -6,6 +6,8 @@
         store.search("app", "user", "query")
 
 `mnem.adk.MnemMemoryService` plugs the store into google-adk as a BaseMemoryService.
+`mnem.preload.PreloadMemoryTool` is google-adk's preload-memory tool with budgets and de-duplication.
+Both modules import google-adk; `import mnem` does not.
 """
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
@@ -45,11 +46,16 @@ if TYPE_CHECKING:
     from google.adk.events.event import Event
     from google.adk.sessions.session import Session
 
-__all__ = ["MnemMemoryService", "MemoryEmbedder", "register", "parse_uri", "DEFAULT_SEMANTIC_WEIGHT"]
+__all__ = ["MnemMemoryService", "MemoryEmbedder", "register", "parse_uri", "DEFAULT_SEMANTIC_WEIGHT", "SEARCH_MODES"]
 
 # Weight of the vector channel in hybrid search (the BM25 channel gets 1 - this).
 DEFAULT_SEMANTIC_WEIGHT = 0.5
 SEARCH_LIMIT = 10
+# search_memory's modes (mnem_recall's `mode`): ADK's ranking (exact, the default without an
+# embedder); BM25 over the memories; BM25 fused with vector similarity (the default with an
+# embedder); ADK's ranking fused with vector similarity.
+SEARCH_MODES = ("adk", "bm25", "hybrid", "adk_vectors")
+MAX_SEARCH_LIMIT = 100
 # ADK's bucket for events added without a session id (mnem_add_events uses it for "").
 UNKNOWN_SESSION_ID = "__unknown_session_id__"
 
@@ -94,6 +100,12 @@ def _float_option(name: str, value: str) -> float:
         raise ValueError(f"mnem URI option {name}={value!r}: expected a number") from None
 
 
+def _mode_option(name: str, value: str) -> str:
+    if value in SEARCH_MODES:
+        return value
+    raise ValueError(f"mnem URI option {name}={value!r}: expected one of {', '.join(SEARCH_MODES)}")
+
+
 def _embedder_option(name: str, value: str) -> Optional[str]:
     if value in ("builtin", "none"):
         return None if value == "none" else value
@@ -108,6 +120,11 @@ _URI_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "cache_bytes": ("cache_bytes", _int_option),
     "semantic_weight": ("semantic_weight", _float_option),
     "embedder": ("embedder", _embedder_option),
+    "mode": ("search_mode", _mode_option),
+    "limit": ("search_limit", _int_option),
+    "min_score": ("min_score", _float_option),
+    "author": ("author", lambda _name, value: value),
+    "max_age": ("max_age", _float_option),
 }
 
 
@@ -118,8 +135,9 @@ def parse_uri(uri: str, agents_dir: Optional[str] = None) -> tuple[str, dict[str
     `mnem:///abs/dir` (absolute), `mnem://rel/dir` (relative to `agents_dir`, the agents
     directory ADK passes, else to the working directory), `mnem://:memory:` (a store inside
     the process). Query options: sync_writes, read_only, create (true/false), cache_bytes
-    (integer), semantic_weight (0 to 1), embedder (builtin or none). Anything else is a
-    ValueError naming it.
+    (integer), semantic_weight (0 to 1), embedder (builtin or none), and search_memory's
+    defaults: mode (adk, bm25, hybrid, adk_vectors), limit (1 to 100), min_score (a number),
+    author (a string), max_age (seconds). Anything else is a ValueError naming it.
     """
     if isinstance(uri, str) and "+postgres" in uri.split("://", 1)[0]:
         return _parse_postgres_uri(uri)
@@ -287,7 +305,9 @@ class MnemMemoryService(BaseMemoryService):
                  agents_dir: Optional[str] = None, create: Optional[bool] = None, read_only: bool = False,
                  sync_writes: bool = False, cache_bytes: Optional[int] = None, store: Optional[Store] = None,
                  embedder: Optional[Union[MemoryEmbedder, str]] = None,
-                 semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT):
+                 semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT, search_mode: Optional[str] = None,
+                 search_limit: Optional[int] = None, min_score: Optional[float] = None,
+                 author: Optional[str] = None, max_age: Optional[float] = None):
         if uri is not None:
             if path is not None or store is not None:
                 raise ValueError("give one of path, uri and store")
@@ -298,9 +318,17 @@ class MnemMemoryService(BaseMemoryService):
             cache_bytes = opts.get("cache_bytes", cache_bytes)
             semantic_weight = opts.get("semantic_weight", semantic_weight)
             embedder = opts.get("embedder", embedder)
+            search_mode = opts.get("search_mode", search_mode)
+            search_limit = opts.get("search_limit", search_limit)
+            min_score = opts.get("min_score", min_score)
+            author = opts.get("author", author)
+            max_age = opts.get("max_age", max_age)
         if not (isinstance(semantic_weight, (int, float)) and math.isfinite(semantic_weight)
                 and 0 <= semantic_weight <= 1):
             raise ValueError(f"semantic_weight must be a number from 0 to 1, got {semantic_weight!r}")
+        if search_mode is None:
+            search_mode = "adk" if embedder is None else "hybrid"
+        _check_search_options(search_mode, search_limit, min_score, author, max_age)
         builtin = embedder == "builtin"
         if isinstance(embedder, str) and not builtin:
             raise ValueError(f"embedder must be \"builtin\" or a MemoryEmbedder, got {embedder!r}")
@@ -327,6 +355,11 @@ class MnemMemoryService(BaseMemoryService):
         self.store = store
         self.embedder = embedder
         self.semantic_weight = float(semantic_weight)
+        self.search_mode = search_mode
+        self.search_limit = search_limit
+        self.min_score = min_score
+        self.author = author
+        self.max_age = max_age
         # The loop an async embedder runs on: the one of the service call in progress (the
         # library calls the embedder from that call's worker thread).
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -433,14 +466,47 @@ class MnemMemoryService(BaseMemoryService):
 
     # -- search ------------------------------------------------------------------------------
 
-    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        """ADK's ranking (InMemoryMemoryService) without an embedder; with one, the library's
-        semantic recall (`mnem_recall`: ADK's ranking fused with the nearest event and memory
-        vectors, `semantic_weight` for the vector channel)."""
-        if self.embedder is None:
+    async def search_memory(self, *, app_name: str, user_id: str, query: str, mode: Optional[str] = None,
+                            limit: Optional[int] = None, min_score: Optional[float] = None,
+                            session_id: Optional[str] = None, author: Optional[str] = None,
+                            since: Optional[Union[float, datetime]] = None,
+                            until: Optional[Union[float, datetime]] = None) -> SearchMemoryResponse:
+        """Searches the user's memories.
+
+        With no option set here or on the service, and no embedder, the answer is exactly
+        google-adk's InMemoryMemoryService's (`mnem_search`). The keyword arguments (beyond
+        ADK's) override the service's defaults for this call:
+
+        - `mode`: "adk" (ADK's ranking, at most 10 memories), "bm25" (BM25 over the memories),
+          "hybrid" (BM25 fused with vector similarity; the default with an embedder), or
+          "adk_vectors" (ADK's ranking fused with vector similarity). Without an embedder,
+          "hybrid" ranks by BM25 and "adk_vectors" by ADK's ranking.
+        - `limit`: at most this many memories (1 to 100; default 10).
+        - `min_score`: only memories scoring at least this (BM25 in "bm25", the fused score
+          in the fused modes; "adk" has no score and refuses it).
+        - `session_id`, `author`: only events of that session, or by that author.
+        - `since` (inclusive) and `until` (exclusive): the event's time, seconds since the
+          epoch or a datetime. The service's `max_age` sets `since` to now minus it.
+        """
+        mode = mode if mode is not None else self.search_mode
+        limit = limit if limit is not None else self.search_limit
+        min_score = min_score if min_score is not None else self.min_score
+        author = author if author is not None else self.author
+        since = _seconds(since)
+        until = _seconds(until)
+        if since is None and self.max_age is not None:
+            since = time.time() - self.max_age
+        _check_search_options(mode, limit, min_score, author, None)
+        q: dict[str, Any] = {"text": query, "mode": mode}
+        for key, value in (("limit", limit), ("min_score", min_score), ("session_id", session_id),
+                           ("author", author), ("since", since), ("until", until)):
+            if value is not None:
+                q[key] = value
+        if len(q) == 2 and mode == "adk":
             result = await asyncio.to_thread(self.store.search, app_name, user_id, query)
         else:
-            q = {"text": query, "semantic_weight": self.semantic_weight}
+            if mode in ("hybrid", "adk_vectors"):
+                q["semantic_weight"] = self.semantic_weight
             result = await self._run(self.store.recall, app_name, user_id, q)
         return SearchMemoryResponse(memories=[_entry_from_search(m) for m in result.get("memories", [])])
 
@@ -470,6 +536,34 @@ class MnemMemoryService(BaseMemoryService):
             raise ValueError(f"embedder returned a vector of {len(vectors[0])} numbers; its dimensions are "
                              f"{embedder.dimensions}")
         return vectors[0]
+
+
+def _seconds(t: Optional[Union[float, datetime]]) -> Optional[float]:
+    if t is None:
+        return None
+    if isinstance(t, datetime):
+        return t.timestamp()
+    if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
+        return float(t)
+    raise TypeError(f"a time is seconds since the epoch or a datetime, got {t!r}")
+
+
+def _check_search_options(mode: Any, limit: Any, min_score: Any, author: Any, max_age: Any) -> None:
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                              or not 1 <= limit <= MAX_SEARCH_LIMIT):
+        raise ValueError(f"search limit must be an integer from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}")
+    if min_score is not None:
+        if not isinstance(min_score, (int, float)) or isinstance(min_score, bool) or not math.isfinite(min_score):
+            raise ValueError(f"min_score must be a finite number, got {min_score!r}")
+        if mode == "adk":
+            raise ValueError("min_score needs a scored search mode (bm25, hybrid or adk_vectors); adk has no scores")
+    if author is not None and not isinstance(author, str):
+        raise TypeError(f"author must be a string, got {author!r}")
+    if max_age is not None and (not isinstance(max_age, (int, float)) or isinstance(max_age, bool)
+                                or not math.isfinite(max_age) or max_age <= 0):
+        raise ValueError(f"max_age must be a positive number of seconds, got {max_age!r}")
 
 
 async def _awaited(x: Awaitable[Any]) -> Any:
