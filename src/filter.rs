@@ -27,11 +27,6 @@ impl HitFilter {
         self.session_id.is_some() || self.author.is_some() || self.since.is_some() || self.until.is_some()
     }
 
-    /// Does it choose anything at all?
-    pub fn is_set(&self) -> bool {
-        self.reads_records() || self.min_score.is_some()
-    }
-
     pub fn validate(&self) -> Result<()> {
         for (name, v) in [("since", self.since), ("until", self.until), ("min_score", self.min_score)] {
             if v.is_some_and(|v| !v.is_finite()) {

@@ -439,3 +439,16 @@ fn embedding_model_on_the_wire() {
     let long = format!(r#"{{"embedding":[1],"embedding_model":"{}"}}"#, "m".repeat(257));
     assert!(parse(&long).is_err());
 }
+
+#[test]
+fn the_rust_api_checks_a_recalls_filters_as_the_wire_does() {
+    let (m, ns) = (mem(), Namespace::new("app", "u"));
+    adk_corpus(&m, &ns);
+    let backwards = HitFilter { since: Some(5.0), until: Some(4.0), ..HitFilter::default() };
+    for mode in [RecallMode::Adk, RecallMode::Bm25, RecallMode::Hybrid, RecallMode::AdkVectors] {
+        let q = RecallQuery { mode, hits: backwards.clone(), ..RecallQuery::new("tea") };
+        let e = m.recall(&ns, &q).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArgument);
+        assert!(e.message.contains("`since` (5) is after `until` (4)"), "{}", e.message);
+    }
+}

@@ -103,6 +103,7 @@ impl RecallQuery {
         if self.limit > MAX_RECALL_LIMIT {
             return Err(Error::invalid(format!("`limit` must be at most {MAX_RECALL_LIMIT}")));
         }
+        self.hits.validate()?;
         if self.mode == RecallMode::Adk && self.hits.min_score.is_some() {
             return Err(Error::invalid(
                 "`min_score` needs a scored mode (bm25, hybrid or adk_vectors); adk has no scores",
@@ -240,10 +241,17 @@ impl Engine {
         Ok(())
     }
 
-    /// The live ADK entry that the episode `id` (found by the vector channel) stands for:
-    /// itself when it is an ADK event or memory, the entry it copies when it is a legacy
-    /// recall copy, else none.
-    fn recall_entry(&self, snap: &Snapshot<'_>, prefix: &[u8], id: &Uuid, now: i64) -> Result<Option<Uuid>> {
+    /// The live ADK entry that the episode `id` (found by a ranking) stands for, if `hits`
+    /// accepts its record: itself when it is an ADK event or memory, the entry it copies when
+    /// it is a legacy recall copy, else none.
+    fn recall_entry(
+        &self,
+        snap: &Snapshot<'_>,
+        prefix: &[u8],
+        id: &Uuid,
+        now: i64,
+        hits: &HitFilter,
+    ) -> Result<Option<Uuid>> {
         let Some(bytes) = self.store.get_episode_raw(snap, prefix, id)? else { return Ok(None) };
         let r = RecordView::parse(*id, &bytes)?;
         if !r.is_visible(now) {
@@ -252,14 +260,14 @@ impl Engine {
         if r.episode_type != LEGACY_RECALL_TYPE {
             let mid = memory_id(r.event_id(), id);
             let entries = index::memory_id_entries(&self.store, snap, prefix, &mid)?;
-            return Ok(entries.iter().any(|(u, _)| u == id).then_some(*id));
+            return Ok((entries.iter().any(|(u, _)| u == id) && hits.accepts(&r)).then_some(*id));
         }
         let Some(mid) = r.event_id() else { return Ok(None) };
         for (u, _) in index::memory_id_entries(&self.store, snap, prefix, mid)? {
             let Some(b) = self.store.get_episode_raw(snap, prefix, &u)? else { continue };
             let e = RecordView::parse(u, &b)?;
             if e.is_visible(now) && e.session_id() == r.session_id() {
-                return Ok(Some(u));
+                return Ok(hits.accepts(&e).then_some(u));
             }
         }
         Ok(None)
@@ -277,18 +285,8 @@ impl Engine {
         let (snap, vectors, w_lex, w_sem) =
             self.vector_channel(ns, vector, q.vector_model.as_deref(), q.semantic_weight, now)?;
         let pool = q.limit.saturating_mul(q.candidates);
-        let on_records = q.hits.reads_records();
         // A candidate passes when it stands for a live ADK entry that the filters accept.
-        let entry_of = |id: &Uuid| -> Result<Option<Uuid>> {
-            let Some(entry) = self.recall_entry(&snap, &prefix, id, now)? else { return Ok(None) };
-            if on_records {
-                let Some(b) = self.store.get_episode_raw(&snap, &prefix, &entry)? else { return Ok(None) };
-                if !q.hits.accepts(&RecordView::parse(entry, &b)?) {
-                    return Ok(None);
-                }
-            }
-            Ok(Some(entry))
-        };
+        let entry_of = |id: &Uuid| self.recall_entry(&snap, &prefix, id, now, &q.hits);
         let mut semantic: Vec<Uuid> = Vec::new();
         if let (Some(ix), Some(v), true) = (vectors, vector, w_sem > 0.0) {
             let keep = |id: &Uuid| matches!(entry_of(id), Ok(Some(_)));
@@ -331,12 +329,12 @@ impl Engine {
             }
         } else if w_lex > 0.0 {
             let mut accept = |e: &index::Entry| Ok(entry_of(&e.uuid)?.is_some());
-            let accept: Option<search::Accept<'_>> = if on_records { Some(&mut accept) } else { None };
+            let accept: Option<search::Accept<'_>> = if q.hits.reads_records() { Some(&mut accept) } else { None };
             for e in search::search_where(&self.store, &snap, &prefix, &q.text, now, self.adk.pairs, accept)? {
                 lexical.push((0.0, e.uuid));
             }
         }
-        let ranked: Vec<(Uuid, f64)> = if q.mode == RecallMode::Bm25 || (q.mode == RecallMode::Adk) {
+        let ranked: Vec<(Uuid, f64)> = if matches!(q.mode, RecallMode::Bm25 | RecallMode::Adk) {
             lexical.iter().map(|&(score, id)| (id, score)).collect()
         } else {
             let ids: Vec<Uuid> = lexical.iter().map(|(_, u)| *u).collect();

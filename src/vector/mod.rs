@@ -389,6 +389,15 @@ pub struct VectorSpace {
 /// The longest model name a namespace records.
 pub const MAX_MODEL_NAME: usize = 256;
 
+/// The model name `field` gives (an episode's `embedding_model`, an export's namespace line)
+/// must be 1 to `MAX_MODEL_NAME` bytes.
+pub(crate) fn check_model_name(field: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_MODEL_NAME {
+        return Err(Error::invalid(format!("`{field}` must be 1 to {MAX_MODEL_NAME} bytes")));
+    }
+    Ok(())
+}
+
 impl VectorSpace {
     /// `u32le` dimension, then the model's name in UTF-8 (nothing when unnamed).
     fn encode(&self) -> Vec<u8> {

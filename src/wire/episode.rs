@@ -4,7 +4,7 @@ use super::{lines, parse_object, push_f64, push_opt_str, push_str, Fields};
 use crate::episodes::{EpisodeInput, Expiry};
 use crate::error::{Error, Result};
 use crate::record::{Episode, RecordView};
-use crate::vector::MAX_MODEL_NAME;
+use crate::vector::check_model_name;
 use uuid::Uuid;
 
 /// A UUID string of the field `what`.
@@ -50,9 +50,7 @@ pub fn parse_episode_line(line: &str) -> Result<EpisodeInput> {
     e.embed = f.get::<bool>("embed", "true or false")?.unwrap_or(false);
     e.embedding_model = f.string("embedding_model")?;
     if let Some(m) = &e.embedding_model {
-        if m.is_empty() || m.len() > MAX_MODEL_NAME {
-            return Err(Error::invalid(format!("`embedding_model` must be 1 to {MAX_MODEL_NAME} bytes")));
-        }
+        check_model_name("embedding_model", m)?;
         if e.embedding.is_none() {
             return Err(Error::invalid("`embedding_model` names the model of `embedding`, which is missing"));
         }

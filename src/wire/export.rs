@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::keys::Namespace;
 use crate::record::{Episode, RecordView, MAX_RECORD_BYTES};
 use crate::store::FORMAT_VERSION;
-use crate::vector::{VectorSpace, MAX_MODEL_NAME};
+use crate::vector::{check_model_name, VectorSpace};
 use std::collections::HashSet;
 use uuid::Uuid;
 
@@ -219,8 +219,8 @@ pub(crate) fn parse_export(input: &str) -> Result<(Vec<NsImport>, u64)> {
                 let next_bucket = f.get::<u32>("next_bucket", "an integer").map_err(at)?.unwrap_or(0);
                 let dimension = f.get::<u32>("dimension", "an integer").map_err(at)?;
                 let model = f.string("embedding_model").map_err(at)?;
-                if model.as_ref().is_some_and(|m| m.is_empty() || m.len() > MAX_MODEL_NAME) {
-                    return Err(at(Error::invalid(format!("`embedding_model` must be 1 to {MAX_MODEL_NAME} bytes"))));
+                if let Some(m) = &model {
+                    check_model_name("embedding_model", m).map_err(at)?;
                 }
                 let space = match (dimension, model) {
                     (Some(dimension), model) => Some(VectorSpace { dimension, model }),

@@ -497,12 +497,12 @@ class MnemMemoryService(BaseMemoryService):
         if since is None and self.max_age is not None:
             since = time.time() - self.max_age
         _check_search_options(mode, limit, min_score, author, None)
-        q: dict[str, Any] = {"text": query, "mode": mode}
-        for key, value in (("limit", limit), ("min_score", min_score), ("session_id", session_id),
-                           ("author", author), ("since", since), ("until", until)):
-            if value is not None:
-                q[key] = value
-        if len(q) == 2 and mode == "adk":
+        options = {key: value for key, value in (("limit", limit), ("min_score", min_score),
+                                                  ("session_id", session_id), ("author", author),
+                                                  ("since", since), ("until", until)) if value is not None}
+        q: dict[str, Any] = {"text": query, "mode": mode, **options}
+        if mode == "adk" and not options:
+            # Nothing beyond ADK's own search: mnem_search, google-adk's answer.
             result = await asyncio.to_thread(self.store.search, app_name, user_id, query)
         else:
             if mode in ("hybrid", "adk_vectors"):
