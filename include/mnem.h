@@ -38,7 +38,8 @@
  * THREADS: one handle may be used by many threads at once; writes are serialized
  * internally. mnem_free must run after every other call on the handle has returned. There
  * is no global initialization and no thread-local state. The one callback is the embedder
- * (`mnem_embed_fn`, registered with mnem_set_embedder or given to mnem_hybrid_search_with):
+ * (`mnem_embed_fn`, registered with mnem_set_embedder or mnem_set_named_embedder, or given to
+ * mnem_hybrid_search_with):
  * mnem calls it from the thread of the call that needs a vector, from several threads at
  * once, never under the writers' lock; a failure is MNEM_STATUS_EMBEDDER_FAILED.
  *
@@ -489,8 +490,9 @@ mnem_status mnem_substring_search(const struct mnem_store *store,
 // reciprocal rank fusion. Query `{"text", "vector" (optional array of up to 16,384 numbers),
 // "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
 // is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
-// default 4, saturating), "episode_type", "tag", "vector_model" (the model that made `vector`:
-// a namespace holds one model's vectors, see `mnem_put_episodes`)}` and the hit filters of
+// default 4, saturating), "episode_type", "tag", "vector_model" (the model that made `vector`,
+// or that the embedder embeds `text` with when the embedder names none: a namespace holds one
+// model's vectors, see `mnem_put_episodes`)}` and the hit filters of
 // `mnem_keyword_search`, which apply to both channels (`min_score` to the fused score).
 // Lexical weight = 1 - semantic_weight; a
 // zero-weight channel takes no part; without `vector`, or without a live vector in the
@@ -701,10 +703,26 @@ mnem_status mnem_set_embedder(const struct mnem_store *store,
                               void *user_data,
                               struct mnem_error *err);
 
+// `mnem_set_embedder` with the name of the embedder's model: `model` (1 to 256 bytes of
+// UTF-8) is recorded with the namespace's vectors that the embedder makes, as the built-in
+// embedder's is (see `embedding_model` in `mnem_put_episodes`), so that vectors of two
+// models never mix in one namespace: a write or query embedded by a model other than the one
+// a namespace's vectors name, or by an unnamed one into a namespace whose vectors name one,
+// is INVALID_ARGUMENT naming both, and nothing is written. NULL `embed` removes the
+// embedder, as `mnem_set_embedder` (`model` and `user_data` are then ignored).
+// Returns OK; INVALID_ARGUMENT (NULL store, `model` empty, over 256 bytes or not UTF-8);
+// INTERNAL.
+mnem_status mnem_set_named_embedder(const struct mnem_store *store,
+                                    struct mnem_str model,
+                                    mnem_embed_fn embed,
+                                    void *user_data,
+                                    struct mnem_error *err);
+
 // `mnem_hybrid_search` with `embed` (and its `user_data`) as the embedder of this call, in
 // place of the store's: called at most once, for a query without `vector` that can use one
 // (text not blank, limit and `semantic_weight` not 0). NULL `embed` is the store's
-// embedder, as `mnem_hybrid_search`.
+// embedder, as `mnem_hybrid_search`. The query's `vector_model` names the model of `embed`
+// (absent: unnamed), with the rule of `mnem_set_named_embedder`.
 // Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (as `mnem_hybrid_search`); EMBEDDER_FAILED;
 // BUSY; IO; CORRUPTION; INTERNAL.
 mnem_status mnem_hybrid_search_with(const struct mnem_store *store,

@@ -243,8 +243,8 @@ impl Engine {
         }
         let mut q = q.clone();
         if q.wants_vector() {
+            q.vector_model = crate::embed::query_model(provider, q.vector_model.take())?;
             q.vector = crate::embed::run(provider, &[&q.text])?.pop();
-            q.vector_model = provider.model().map(str::to_owned);
         }
         self.hybrid_search(ns, &q)
     }

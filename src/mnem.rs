@@ -186,8 +186,8 @@ impl Mnem {
         let mut q = q.clone();
         if q.wants_vector() {
             if let Some(p) = self.embedder() {
+                q.vector_model = crate::embed::query_model(&*p, q.vector_model.take())?;
                 q.vector = crate::embed::run(&*p, &[&q.text])?.pop();
-                q.vector_model = p.model().map(str::to_owned);
             }
         }
         let mut out = Vec::with_capacity(1024);

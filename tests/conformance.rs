@@ -482,7 +482,10 @@ impl Replay {
             "forget_namespace" => done(mnem_forget_namespace(h, app_s, user_s, &mut e), &e, None)?,
             "set_embedder" => {
                 let (f, ud) = self.embedder(a.get("kind").and_then(Value::as_str).unwrap_or("words"))?;
-                done(mnem_set_embedder(h, f, ud, &mut e), &e, None)?
+                match a.get("model").and_then(Value::as_str) {
+                    Some(model) => done(mnem_set_named_embedder(h, view(model.as_bytes()), f, ud, &mut e), &e, None)?,
+                    None => done(mnem_set_embedder(h, f, ud, &mut e), &e, None)?,
+                }
             }
             "backup" => {
                 let dest = self.path(&s("dest"));

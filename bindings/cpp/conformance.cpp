@@ -175,7 +175,10 @@ class Replay {
     } else if (call == "forget_namespace") {
       s.forget_namespace(app, user);
     } else if (call == "set_embedder") {
-      s.set_embedder(embedder(a.value("kind", "words")));
+      if (a.contains("model"))
+        s.set_embedder(embedder(a.value("kind", "words")), a.at("model").get<std::string>());
+      else
+        s.set_embedder(embedder(a.value("kind", "words")));
     } else if (call == "recall") {
       o.raw = s.recall(app, user, text(a, "query"));
     } else if (call == "hybrid_search_with") {
@@ -327,6 +330,7 @@ class Replay {
       else if (it.key() == "candidates" && v.is_number_unsigned()) o.candidates = v.get<uint64_t>();
       else if (it.key() == "episode_type" && v.is_string()) o.episode_type = v.get<std::string>();
       else if (it.key() == "tag" && v.is_string()) o.tag = v.get<std::string>();
+      else if (it.key() == "vector_model" && v.is_string()) o.vector_model = v.get<std::string>();
       else if (!fill_filter(it.key(), v, o)) typed = false;
     }
     if (typed) {

@@ -96,7 +96,8 @@ class Embedder {
   virtual std::vector<float> embed(std::string_view text) = 0;
 };
 
-/// A text-to-vector function: what mnem_set_embedder and mnem_hybrid_search_with call.
+/// A text-to-vector function: what mnem_set_embedder, mnem_set_named_embedder and
+/// mnem_hybrid_search_with call.
 using EmbedFunction = std::function<std::vector<float>(std::string_view)>;
 
 /// Options of Store::hybrid_search_text besides the text.
@@ -106,6 +107,9 @@ struct HybridOptions {
   std::optional<uint64_t> candidates;      // candidate multiplier; library default when empty
   std::optional<std::string> episode_type;
   std::optional<std::string> tag;
+  // The model of the embedder of the call (the query's `vector_model`): it must be the model
+  // the namespace's vectors name; empty: an unnamed embedder, refused where they name one.
+  std::optional<std::string> vector_model;
   // Hit filters, as HybridQuery's.
   std::optional<std::string> session_id;
   std::optional<std::string> author;
@@ -883,19 +887,18 @@ class Store {
   /// removes it): episodes with "embed": true, ADK events and hybrid_search/recall queries
   /// without a vector then get their vectors from it. It is called from the threads that
   /// call the store, concurrently; its exceptions become mnem::Error EMBEDDER_FAILED.
-  void set_embedder(EmbedFunction embed) {
-    static const char* op = "set_embedder";
-    mnem_store* h = handle(op);
-    std::lock_guard<std::mutex> lock(embedders_mu_);
-    mnem_error err{};
-    if (!embed) {
-      detail::check(op, mnem_set_embedder(h, nullptr, nullptr, &err), err);
-      return;
-    }
-    // Kept as long as the store: a call in flight may still use a replaced one.
-    embedders_.push_back(std::make_unique<EmbedFunction>(std::move(embed)));
-    detail::check(op, mnem_set_embedder(h, detail::embed_trampoline, embedders_.back().get(), &err), err);
-  }
+  /// Unnamed: its vectors into a namespace whose vectors name a model are refused
+  /// (mnem::Error INVALID_ARGUMENT); register it with its model's name instead.
+  void set_embedder(EmbedFunction embed) { register_embedder(std::move(embed), nullptr); }
+
+  /// set_embedder with the name of `embed`'s model (`mnem_set_named_embedder`): the name is
+  /// recorded with the namespace's vectors it makes (namespace_statistics' embedding_model),
+  /// and vectors of another model, or of an unnamed embedder, into a namespace whose vectors
+  /// name one are refused: mnem::Error INVALID_ARGUMENT naming both, nothing written. A query
+  /// with a `vector_model` other than `model` is refused likewise. `model` must be 1 to 256
+  /// bytes of UTF-8, else INVALID_ARGUMENT and the registered embedder stays as it was. An
+  /// empty function removes the embedder (`model` ignored).
+  void set_embedder(EmbedFunction embed, std::string_view model) { register_embedder(std::move(embed), &model); }
 
   /// ADK search_memory with semantic recall (`mnem_recall`): {"memories":[...]} as JSON.
   std::string recall(std::string_view app, std::string_view user, std::string_view query_json) const {
@@ -930,6 +933,10 @@ class Store {
     if (opts.tag) {
       q += ",\"tag\":";
       detail::append_json_string(q, *opts.tag);
+    }
+    if (opts.vector_model) {
+      q += ",\"vector_model\":";
+      detail::append_json_string(q, *opts.vector_model);
     }
     for (auto [key, v] : {std::pair{"session_id", &opts.session_id}, std::pair{"author", &opts.author}}) {
       if (!*v) continue;
@@ -1204,6 +1211,27 @@ class Store {
     return detail::read("export", [&](uint8_t* out, std::size_t cap, std::size_t* len, mnem_error* err) {
       return mnem_export(h, detail::view(app), detail::view(user), all, out, cap, len, err);
     });
+  }
+
+  // mnem_set_embedder, or mnem_set_named_embedder when `model` is not null.
+  void register_embedder(EmbedFunction embed, const std::string_view* model) {
+    static const char* op = "set_embedder";
+    mnem_store* h = handle(op);
+    std::lock_guard<std::mutex> lock(embedders_mu_);
+    mnem_error err{};
+    auto set = [&](mnem_embed_fn fn, void* user_data) {
+      return model ? mnem_set_named_embedder(h, detail::view(*model), fn, user_data, &err)
+                   : mnem_set_embedder(h, fn, user_data, &err);
+    };
+    if (!embed) {
+      detail::check(op, set(nullptr, nullptr), err);
+      return;
+    }
+    // Kept as long as the store: a call in flight may still use a replaced one.
+    embedders_.push_back(std::make_unique<EmbedFunction>(std::move(embed)));
+    mnem_status rc = set(detail::embed_trampoline, embedders_.back().get());
+    if (rc == MNEM_STATUS_INVALID_ARGUMENT) embedders_.pop_back();  // refused: never held
+    detail::check(op, rc, err);
   }
 
   mnem_store* h_ = nullptr;

@@ -249,6 +249,40 @@ void test_embedder() {
   }
 }
 
+// A named embedder (set_embedder with a model): its name is the namespace's embedding_model;
+// another name, an unnamed embedder or a per-call embedder naming another model is refused,
+// and a bad name leaves the registered embedder as it was (tests/conformance/cases/embed_models).
+void test_named_embedder() {
+  mnem::Store s(":memory:");
+  auto embed = [](std::string_view) { return std::vector<float>{1.0f, 0.0f}; };
+  s.set_embedder(embed, "model-a");
+  s.put_episodes(A, U, R"({"primary":"green tea","embed":true})");
+  CHECK(s.namespace_statistics(A, U).embedding_model == std::optional<std::string>("model-a"));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.set_embedder(embed, ""));
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.set_embedder(embed, std::string(257, 'x')));
+  s.put_episodes(A, U, R"({"primary":"black tea","embed":true})");  // still model-a
+  s.set_embedder(embed, "model-b");
+  try {
+    s.put_episodes(A, U, R"({"primary":"coffee","embed":true})");
+    CHECK(false && "another model's vector was written");
+  } catch (const mnem::Error& e) {
+    CHECK(e.status() == MNEM_STATUS_INVALID_ARGUMENT && contains(e.message(), "model-a") &&
+          contains(e.message(), "model-b"));
+  }
+  CHECK(s.namespace_statistics(A, U).live == 2);
+  s.set_embedder(embed);  // unnamed
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, R"({"primary":"coffee","embed":true})"));
+  // The per-call embedder's model is HybridOptions::vector_model.
+  CountingEmbedder emb({1.0f, 0.0f});
+  mnem::HybridOptions o;
+  o.semantic_weight = 1.0;
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.hybrid_search_text(A, U, "tea", emb, o));
+  o.vector_model = "model-a";
+  CHECK(nlohmann::json::parse(s.hybrid_search_text(A, U, "tea", emb, o))["results"].size() == 2);
+  s.set_embedder({}, "ignored");  // removes it
+  CHECK_THROWS(MNEM_STATUS_INVALID_ARGUMENT, s.put_episodes(A, U, R"({"primary":"coffee","embed":true})"));
+}
+
 // The built-in embedder by its open option: found by meaning from text alone (the vectors
 // themselves are checked against the model's reference by the Rust tests).
 void test_builtin_embedder() {
@@ -911,6 +945,7 @@ int main() {
   run("open_errors", test_open_errors);
   run("bad_input", test_bad_input);
   run("embedder", test_embedder);
+  run("named_embedder", test_named_embedder);
   run("builtin_embedder", test_builtin_embedder);
   run("buffer_growth", test_buffer_growth);
   run("threads", test_threads);

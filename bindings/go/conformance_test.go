@@ -5,7 +5,7 @@ package mnem_test
 // (PutEpisodes, KeywordSearch, GetEpisodes, ...) where a step's input converts to their Go
 // types without loss, whose results are marshalled back to JSON and matched, and the Raw
 // calls otherwise. Errors are matched by their Status and Message. The corpus's embedders are Go
-// funcs (SetEmbedder, HybridSearchText).
+// funcs (SetEmbedder, SetNamedEmbedder, HybridSearchText).
 
 import (
 	"bytes"
@@ -415,7 +415,11 @@ func (r *replay) call(name string, a map[string]any) (confOutcome, error) {
 	case "forget_namespace":
 		return confOutcome{err: s.ForgetNamespace(app, user)}, nil
 	case "set_embedder":
-		return confOutcome{err: s.SetEmbedder(r.embedder(textArg(a, "kind", "words")))}, nil
+		e := r.embedder(textArg(a, "kind", "words"))
+		if m, ok := a["model"].(string); ok {
+			return confOutcome{err: s.SetNamedEmbedder(m, e)}, nil
+		}
+		return confOutcome{err: s.SetEmbedder(e)}, nil
 	case "recall":
 		var rq mnem.RecallQuery
 		if !typedInto(textArg(a, "query", ""), &rq) {

@@ -3,6 +3,7 @@ package mnem
 import (
 	"errors"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -325,4 +326,51 @@ func TestVectorModels(t *testing.T) {
 	}
 	_, err = s.HybridSearch(app, "other", HybridQuery{Text: "tea", Vector: []float32{1, 0}, VectorModel: "model-a"})
 	wantStatus(t, err, StatusInvalidArgument, "named query, unnamed vectors")
+}
+
+func TestNamedEmbedder(t *testing.T) {
+	s := memStore(t)
+	vec := EmbedderFunc(func(string) ([]float32, error) { return []float32{1, 0}, nil })
+	if err := s.SetNamedEmbedder("model-a", vec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutEpisodes(app, user, []EpisodeInput{{Primary: "green tea", Embed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.NamespaceStats(app, user)
+	if err != nil || st.EmbeddingModel == nil || *st.EmbeddingModel != "model-a" {
+		t.Fatalf("stats: model %v, %v", st.EmbeddingModel, err)
+	}
+	// A per-call embedder names its model with VectorModel.
+	q := HybridQuery{Text: "tea", SemanticWeight: Weight(1), VectorModel: "model-a"}
+	if got, err := s.HybridSearchText(app, user, q, vec); err != nil || len(got) != 1 {
+		t.Fatalf("per-call embedder of the namespace's model: %v %v", got, err)
+	}
+	q.VectorModel = "model-b"
+	_, err = s.HybridSearchText(app, user, q, vec)
+	wantStatus(t, err, StatusInvalidArgument, "per-call embedder of another model")
+
+	// Another model's embedder: its writes into the namespace are refused, naming both.
+	if err := s.SetNamedEmbedder("model-b", vec); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.PutEpisodes(app, user, []EpisodeInput{{Primary: "black coffee", Embed: true}})
+	wantStatus(t, err, StatusInvalidArgument, "embed with another model")
+	if !strings.Contains(err.Error(), "model-a") || !strings.Contains(err.Error(), "model-b") {
+		t.Fatalf("the error names both models: %v", err)
+	}
+	// A bad name is refused and leaves model-b registered; nil removes the embedder.
+	err = s.SetNamedEmbedder("", vec)
+	wantStatus(t, err, StatusInvalidArgument, "empty model name")
+	if _, err := s.PutEpisodes(app, "other", []EpisodeInput{{Primary: "water", Embed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = s.NamespaceStats(app, "other"); err != nil || st.EmbeddingModel == nil || *st.EmbeddingModel != "model-b" {
+		t.Fatalf("other stats: model %v, %v", st.EmbeddingModel, err)
+	}
+	if err := s.SetNamedEmbedder("", nil); err != nil {
+		t.Fatalf("nil embedder, name ignored: %v", err)
+	}
+	_, err = s.PutEpisodes(app, user, []EpisodeInput{{Primary: "juice", Embed: true}})
+	wantStatus(t, err, StatusInvalidArgument, "embed without an embedder")
 }

@@ -20,7 +20,7 @@ import (
 
 // Embedder turns text into a vector in the same space as the stored episode
 // embeddings. It lives with the caller's embedding model. A registered embedder
-// (SetEmbedder) is called from the goroutines that call the Store,
+// (SetEmbedder, SetNamedEmbedder) is called from the goroutines that call the Store,
 // concurrently: it must be safe for concurrent use.
 type Embedder interface {
 	Embed(text string) ([]float32, error)
@@ -146,14 +146,37 @@ func mnemGoEmbed(ud unsafe.Pointer, text C.mnem_str, out *C.float, outCap C.size
 // writes store each event's vector, and HybridSearch and Recall embed a query
 // without a Vector. Its errors become ErrEmbedderFailed, and nothing is written.
 func (s *Store) SetEmbedder(e Embedder) error {
+	return s.setEmbedder("set_embedder", nil, e)
+}
+
+// SetNamedEmbedder is SetEmbedder with the name of e's model
+// (mnem_set_named_embedder; 1 to 256 bytes of UTF-8, else ErrInvalidArgument and
+// the registered embedder stays). The name is recorded with the vectors e makes,
+// as EpisodeInput.EmbeddingModel is, so two models' vectors never mix in a
+// namespace: a write or query embedded by another model (or by an unnamed
+// embedder) into a namespace whose vectors name one is ErrInvalidArgument,
+// naming both, and nothing is written. A nil e removes the embedder; model is
+// then ignored.
+func (s *Store) SetNamedEmbedder(model string, e Embedder) error {
+	return s.setEmbedder("set_named_embedder", &model, e)
+}
+
+// setEmbedder registers e, named by *model unless model is nil.
+func (s *Store) setEmbedder(op string, model *string, e Embedder) error {
 	return s.with(func(h *C.mnem_store) error {
 		var cerr C.mnem_error
-		if e == nil {
-			return check("set_embedder", C.mnem_set_embedder(h, nil, nil, &cerr), &cerr)
+		fn, p := C.mnem_embed_fn(nil), unsafe.Pointer(nil)
+		if e != nil {
+			fn, p = C.mnem_embed_fn(C.mnemGoEmbed), newCell(e)
+			s.embedders.add(p)
 		}
-		p := newCell(e)
-		s.embedders.add(p)
-		return check("set_embedder", C.mnem_set_embedder(h, C.mnem_embed_fn(C.mnemGoEmbed), p, &cerr), &cerr)
+		if model == nil {
+			return check(op, C.mnem_set_embedder(h, fn, p, &cerr), &cerr)
+		}
+		m := *model
+		rc := C.mnem_set_named_embedder(h, strView(m), fn, p, &cerr)
+		runtime.KeepAlive(m)
+		return check(op, rc, &cerr)
 	})
 }
 

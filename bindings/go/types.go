@@ -141,7 +141,8 @@ type HybridQuery struct {
 	Candidates     int      `json:"candidates,omitempty"` // multiplier; 0 = default
 	EpisodeType    string   `json:"episode_type,omitempty"`
 	Tag            string   `json:"tag,omitempty"`
-	// VectorModel names the model that made Vector; it must be the model of the
+	// VectorModel names the model that made Vector (with HybridSearchText and no
+	// Vector: the model of that call's embedder); it must be the model of the
 	// namespace's vectors ("" matches vectors stored without a model name).
 	VectorModel string `json:"vector_model,omitempty"`
 	// Hit filters, as KeywordQuery's; MinScore applies to the fused Score.

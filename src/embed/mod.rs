@@ -33,6 +33,20 @@ pub trait EmbeddingProvider: Send + Sync {
     }
 }
 
+/// The model of a query vector that `provider` made: the provider's own name or, when it
+/// names none, the query's `vector_model` (so a caller's per-call embedder is named by its
+/// query). A query naming a model other than the provider's is INVALID_ARGUMENT: it would
+/// search one model's vectors with another's.
+pub(crate) fn query_model(provider: &dyn EmbeddingProvider, named: Option<String>) -> Result<Option<String>> {
+    match (provider.model(), named) {
+        (Some(own), Some(named)) if own != named => {
+            Err(Error::invalid(format!("`vector_model` is {named:?} but the embedder's model is {own:?}")))
+        }
+        (Some(own), _) => Ok(Some(own.to_owned())),
+        (None, named) => Ok(named),
+    }
+}
+
 /// The one rule of when a text needs a vector: unless it is blank, that is empty or only
 /// Unicode `White_Space` characters (Rust's `char::is_whitespace`, `str::trim`). So U+001C to
 /// U+001F, which Python's `str.strip` also removes, are text here. A blank hybrid query

@@ -41,6 +41,8 @@ struct CEmbedder {
     user_data: *mut c_void,
     /// The room of the first call: the last vector's length (vectors of one model share it).
     room: AtomicUsize,
+    /// The model's name, as the caller gave it (`mnem_set_named_embedder`).
+    model: Option<String>,
 }
 
 // SAFETY: the header requires the callback and its `user_data` to be usable from any thread,
@@ -61,7 +63,12 @@ impl CEmbedder {
         f: unsafe extern "C" fn(*mut c_void, mnem_str, *mut f32, usize, *mut usize, *mut mnem_error) -> i32,
         user_data: *mut c_void,
     ) -> CEmbedder {
-        CEmbedder { f, user_data, room: AtomicUsize::new(1024) }
+        CEmbedder { f, user_data, room: AtomicUsize::new(1024), model: None }
+    }
+
+    fn named(mut self, model: Option<String>) -> CEmbedder {
+        self.model = model;
+        self
     }
 
     /// One call with room for `cap` floats: (status, floats written or needed, message).
@@ -106,6 +113,10 @@ impl EmbeddingProvider for CEmbedder {
         self.room.store(len, Ordering::Relaxed);
         Ok(buf)
     }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
 }
 
 /// Register the embedder of the store: `embed` with `user_data` (NULL `embed` removes it;
@@ -127,18 +138,62 @@ pub extern "C" fn mnem_set_embedder(
     user_data: *mut c_void,
     err: *mut mnem_error,
 ) -> Status {
+    register_embedder(store, None, embed, user_data, err)
+}
+
+/// `mnem_set_embedder` (`model` None) and `mnem_set_named_embedder`.
+fn register_embedder(
+    store: *const mnem_store,
+    model: Option<mnem_str>,
+    embed: mnem_embed_fn,
+    user_data: *mut c_void,
+    err: *mut mnem_error,
+) -> Status {
     let s = store_ref(store);
     guard(err, s, || {
         let m = need_store(s)?;
-        m.set_embedder(embed.map(|f| Arc::new(CEmbedder::new(f, user_data)) as Arc<dyn EmbeddingProvider>));
+        let Some(f) = embed else {
+            m.set_embedder(None);
+            return Ok(());
+        };
+        let name = match model {
+            Some(model) => {
+                let name = text(model, "model")?;
+                crate::vector::check_model_name("model", name)?;
+                Some(name.to_owned())
+            }
+            None => None,
+        };
+        m.set_embedder(Some(Arc::new(CEmbedder::new(f, user_data).named(name)) as Arc<dyn EmbeddingProvider>));
         Ok(())
     })
+}
+
+/// `mnem_set_embedder` with the name of the embedder's model: `model` (1 to 256 bytes of
+/// UTF-8) is recorded with the namespace's vectors that the embedder makes, as the built-in
+/// embedder's is (see `embedding_model` in `mnem_put_episodes`), so that vectors of two
+/// models never mix in one namespace: a write or query embedded by a model other than the one
+/// a namespace's vectors name, or by an unnamed one into a namespace whose vectors name one,
+/// is INVALID_ARGUMENT naming both, and nothing is written. NULL `embed` removes the
+/// embedder, as `mnem_set_embedder` (`model` and `user_data` are then ignored).
+/// Returns OK; INVALID_ARGUMENT (NULL store, `model` empty, over 256 bytes or not UTF-8);
+/// INTERNAL.
+#[no_mangle]
+pub extern "C" fn mnem_set_named_embedder(
+    store: *const mnem_store,
+    model: mnem_str,
+    embed: mnem_embed_fn,
+    user_data: *mut c_void,
+    err: *mut mnem_error,
+) -> Status {
+    register_embedder(store, Some(model), embed, user_data, err)
 }
 
 /// `mnem_hybrid_search` with `embed` (and its `user_data`) as the embedder of this call, in
 /// place of the store's: called at most once, for a query without `vector` that can use one
 /// (text not blank, limit and `semantic_weight` not 0). NULL `embed` is the store's
-/// embedder, as `mnem_hybrid_search`.
+/// embedder, as `mnem_hybrid_search`. The query's `vector_model` names the model of `embed`
+/// (absent: unnamed), with the rule of `mnem_set_named_embedder`.
 /// Returns OK; BUFFER_TOO_SMALL; INVALID_ARGUMENT (as `mnem_hybrid_search`); EMBEDDER_FAILED;
 /// BUSY; IO; CORRUPTION; INTERNAL.
 #[no_mangle]

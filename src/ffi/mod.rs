@@ -890,8 +890,9 @@ pub extern "C" fn mnem_substring_search(
 /// reciprocal rank fusion. Query `{"text", "vector" (optional array of up to 16,384 numbers),
 /// "limit" (0-1000, default 10), "semantic_weight" (finite, 0-1, default 0.5; anything else
 /// is INVALID_ARGUMENT, never clamped), "candidates" (per-channel multiplier of `limit`,
-/// default 4, saturating), "episode_type", "tag", "vector_model" (the model that made `vector`:
-/// a namespace holds one model's vectors, see `mnem_put_episodes`)}` and the hit filters of
+/// default 4, saturating), "episode_type", "tag", "vector_model" (the model that made `vector`,
+/// or that the embedder embeds `text` with when the embedder names none: a namespace holds one
+/// model's vectors, see `mnem_put_episodes`)}` and the hit filters of
 /// `mnem_keyword_search`, which apply to both channels (`min_score` to the fused score).
 /// Lexical weight = 1 - semantic_weight; a
 /// zero-weight channel takes no part; without `vector`, or without a live vector in the

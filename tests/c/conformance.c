@@ -601,7 +601,12 @@ static bool call(replay *r, const char *name, const cJSON *args, outcome *o) {
     ok = check_err(mnem_forget_namespace(h, a, u, &e), &e, o);
   } else if (!strcmp(name, "set_embedder")) {
     void *k = kind_of(str_or(args, "kind", "words"));
-    ok = !g_fail[0] && check_err(mnem_set_embedder(h, k ? corpus_embed : NULL, k, &e), &e, o);
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(args, "model");
+    if (cJSON_IsString(model))
+      ok = !g_fail[0] &&
+           check_err(mnem_set_named_embedder(h, S(model->valuestring), k ? corpus_embed : NULL, k, &e), &e, o);
+    else
+      ok = !g_fail[0] && check_err(mnem_set_embedder(h, k ? corpus_embed : NULL, k, &e), &e, o);
   } else if (!strcmp(name, "backup")) {
     char *d = text_arg(args, "dest", ""), *dest = d ? resolve(r, d) : NULL;
     ok = dest && check_err(mnem_backup(h, S(dest), &e), &e, o);

@@ -699,6 +699,18 @@ static void test_embedder(mnem_store *s) {
                                  sizeof out, &len, &err),
          OK);
   CHECK(g_embed_calls == 2); /* room for 1024 floats, then for 3000 */
+  /* A model's name the corpus cannot write: NULL with a length, and bytes that are not UTF-8.
+   * Each is refused and leaves no embedder registered (the store had none). */
+  EXPECT(mnem_set_named_embedder(NULL, STR("m"), ones_cb, &big, &err), INVAL);
+  EXPECT(mnem_set_named_embedder(s, (mnem_str){NULL, 3}, ones_cb, &big, &err), INVAL);
+  CHECK(msg_has("`model` is NULL with length 3"));
+  EXPECT(mnem_set_named_embedder(s, STR("mini\xff"), ones_cb, &big, &err), INVAL);
+  CHECK(msg_has("`model` is not valid UTF-8"));
+  EXPECT(mnem_put_episodes_v2(s, STR("emb"), STR("named"), STR("{\"primary\":\"tea\",\"embed\":true}"), NULL, 0,
+                              NULL, &err),
+         INVAL);
+  CHECK(msg_has("no embedder is registered"));
+  EXPECT_NOERR(mnem_set_named_embedder(s, (mnem_str){NULL, 0}, NULL, NULL, NULL), OK); /* removes: none */
 }
 
 /* ---- keyword / lexical page / substring / hybrid --------------------------------------- */

@@ -131,3 +131,45 @@ def test_without_embedder_recall_copies_are_not_written():
         add_events(svc, [ev("a", "oolong tea")])
         res = svc.store.keyword_search(APP, USER, {"text": "oolong"})["results"]
         assert [r["record"]["episode_type"] for r in res] == ["event"]
+
+
+def test_store_named_embedder_records_its_model_and_refuses_another():
+    emb = ToyEmbedder()
+    with mnem.Store(":memory:") as s:
+        s.set_embedder(lambda text: emb.embed([text])[0], model="toy-v1")
+        s.put_episodes(APP, USER, [{"primary": "oolong tea", "embed": True}])
+        assert s.namespace_stats(APP, USER)["embedding_model"] == "toy-v1"
+        s.set_embedder(lambda text: emb.embed([text])[0], model="toy-v2")
+        with pytest.raises(mnem.InvalidArgument) as e:
+            s.put_episodes(APP, USER, [{"primary": "a puppy", "embed": True}])
+        assert e.value.status == mnem.InvalidArgument.status and e.value.status_name == "INVALID_ARGUMENT"
+        assert "toy-v1" in e.value.message and "toy-v2" in e.value.message
+        assert s.namespace_stats(APP, USER)["live"] == 1, "nothing was written"
+        # The per-call embedder is named by vector_model.
+        res = s.hybrid_search_text(APP, USER, "tea", lambda text: emb.embed([text])[0], vector_model="toy-v1")
+        assert [r["record"]["primary"] for r in res["results"]] == ["oolong tea"]
+        with pytest.raises(mnem.InvalidArgument, match="toy-v1"):
+            s.hybrid_search_text(APP, USER, "tea", lambda text: emb.embed([text])[0], vector_model="toy-v2")
+        with pytest.raises(mnem.InvalidArgument, match="model"):
+            s.set_embedder(lambda text: emb.embed([text])[0], model="")
+        s.set_embedder(None, model="ignored")  # removes it, the name ignored
+
+
+def test_memory_service_names_its_embedders_model():
+    with MnemMemoryService(embedder=ToyEmbedder(), embedding_model="m") as svc:
+        assert svc.embedding_model == "m"
+        add_events(svc, [ev("a", "oolong tea")])
+        assert svc.store.namespace_stats(APP, USER)["embedding_model"] == "m"
+        assert ids(svc, "beverage") == ["a"]
+        # The same store with an unnamed embedder: its vectors would mix with "m"'s, refused.
+        svc.store.set_embedder(lambda text: [1.0, 0.0, 0.0, 0.01])
+        with pytest.raises(mnem.InvalidArgument, match='"m"'):
+            add_events(svc, [ev("b", "a puppy")])
+    with pytest.raises(ValueError, match="embedding_model.*embedder="):
+        MnemMemoryService(embedding_model="m")
+    with pytest.raises(ValueError, match="builtin"):
+        MnemMemoryService(embedder="builtin", embedding_model="m")
+    with pytest.raises(ValueError, match="embedding_model.*embedder="):
+        MnemMemoryService(uri="mnem://:memory:?embedder=none", embedding_model="m")
+    with pytest.raises(mnem.InvalidArgument, match="model"):
+        MnemMemoryService(embedder=ToyEmbedder(), embedding_model="x" * 257)

@@ -16,7 +16,8 @@ import mnem
 CASES = sorted((Path(__file__).resolve().parents[1] / "conformance" / "cases").glob("*.json"))
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 FLAGS = ("create", "read_only", "view")
-HYBRID_TEXT = {"text", "limit", "semantic_weight", "candidates", "episode_type", "tag"}  # hybrid_search_text's
+HYBRID_TEXT = {"text", "limit", "semantic_weight", "candidates", "episode_type", "tag",
+               "vector_model"}  # hybrid_search_text's
 # The corpus's embedder `words` (tests/conformance/README.md): a count per word group, then 1.
 GROUPS = ("tea coffee oolong drink", "cat kitten dog pet", "train flight lisbon travel", "green red blue colour",
           "morning noon night late", "sofa cushion home house", "apple bread lunch food")
@@ -229,7 +230,8 @@ class Replay:
                 out["ids"] = [str(uuid.UUID(bytes=raw[i:i + 16])) for i in range(0, written, 16)]
             return out
         if name == "set_embedder":
-            s.set_embedder(self.embedder(a.get("kind", "words")))
+            # `model` present: registered with its name (mnem_set_named_embedder).
+            s.set_embedder(self.embedder(a.get("kind", "words")), model=a.get("model"))
             return {}
         if name == "embedder_texts":
             texts, self.texts = self.texts, []

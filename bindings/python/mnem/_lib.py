@@ -72,6 +72,7 @@ SIGNATURES = {
     "mnem_hybrid_search": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_stats": (c_int32, [_store, _u8p, c_size_t, POINTER(c_size_t), _err]),
     "mnem_set_embedder": (c_int32, [_store, EMBED_FN, c_void_p, _err]),
+    "mnem_set_named_embedder": (c_int32, [_store, MnemStr, EMBED_FN, c_void_p, _err]),
     "mnem_hybrid_search_with": (c_int32, [_store, MnemStr, MnemStr, MnemStr, EMBED_FN, c_void_p, _u8p, c_size_t,
                                           POINTER(c_size_t), _err]),
     "mnem_recall": (c_int32, [_store, MnemStr, MnemStr, MnemStr, _u8p, c_size_t, POINTER(c_size_t), _err]),

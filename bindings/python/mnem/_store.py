@@ -388,16 +388,27 @@ class Store:
     def hybrid_search(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         return json.loads(self._read(self._lib.mnem_hybrid_search, L.mstr(app), L.mstr(user), L.mstr(_query(query))))
 
-    def set_embedder(self, embedder: Optional[Embedder]) -> None:
+    def set_embedder(self, embedder: Optional[Embedder], *, model: Optional[str] = None) -> None:
         """Registers `embedder` (text -> vector) on the store (`mnem_set_embedder`; None
         removes it). Then episodes with `"embed": True` are written with the vector of their
         text, ADK writes store each event's vector, and `hybrid_search` / `recall` embed a
         query without `vector`. It is called from the threads that call the store, and its
-        exceptions become `mnem.EmbedderFailed` with their message (nothing is written)."""
+        exceptions become `mnem.EmbedderFailed` with their message (nothing is written).
+
+        `model` names the embedder's model (1 to 256 bytes of UTF-8;
+        `mnem_set_named_embedder`): the name is recorded with the vectors it makes in each
+        namespace (namespace stats' `embedding_model`), as the built-in embedder's is, so that
+        two models' vectors never mix: a write or query embedded by another model, or by an
+        unnamed embedder, into a namespace whose vectors name one raises
+        `mnem.InvalidArgument` naming both, and writes nothing. None (the default) registers
+        it unnamed. With `embedder` None, `model` is ignored."""
         cb = embed_callback(embedder) if embedder is not None else ctypes.cast(None, L.EMBED_FN)
         with self._cv:
             self._callbacks.append(cb)
-        self._call(self._lib.mnem_set_embedder, cb, None)
+        if model is None:
+            self._call(self._lib.mnem_set_embedder, cb, None)
+        else:
+            self._call(self._lib.mnem_set_named_embedder, L.mstr(model), cb, None)
 
     def recall(self, app: Text, user: Text, query: Query) -> dict[str, Any]:
         """ADK search_memory with semantic recall (`mnem_recall`): {"memories": [...]}; a
@@ -409,11 +420,14 @@ class Store:
     def hybrid_search_text(self, app: Text, user: Text, text: str, embedder: Optional[Embedder], *,
                            limit: Optional[int] = None, semantic_weight: float = 0.5,
                            candidates: Optional[int] = None, episode_type: Optional[str] = None,
-                           tag: Optional[str] = None) -> dict:
+                           tag: Optional[str] = None, vector_model: Optional[str] = None) -> dict:
         """Hybrid search with `embedder` for this call (`mnem_hybrid_search_with`): the library
         asks it for the vector of `text` only when the search can use one (not for blank text,
         limit 0 or weight 0; docs/WIRE.md). `limit` None is the library's default (10). Without
-        `embedder`, the store's (if any)."""
+        `embedder`, the store's (if any). `vector_model` names `embedder`'s model (the query's
+        `vector_model`; None: unnamed), with the rule of `set_embedder(model=...)`: a namespace
+        whose vectors name another model (or name one, for an unnamed embedder) refuses the
+        search with `mnem.InvalidArgument`."""
         q: dict[str, Any] = {"text": text, "semantic_weight": semantic_weight}
         if limit is not None:
             q["limit"] = limit
@@ -423,6 +437,8 @@ class Store:
             q["episode_type"] = episode_type
         if tag is not None:
             q["tag"] = tag
+        if vector_model is not None:
+            q["vector_model"] = vector_model
         if embedder is None:
             return self.hybrid_search(app, user, q)
         cb = embed_callback(embedder)

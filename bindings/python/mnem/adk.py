@@ -296,7 +296,11 @@ class MnemMemoryService(BaseMemoryService):
     `agents_dir` for relative ones, as ADK's service registry and services.yaml pass them.
     `embedder` turns on semantic recall (a `MemoryEmbedder`, or "builtin" for the model the
     library carries); `semantic_weight` is then the vector channel's weight in hybrid search
-    (default 0.5; BM25 gets the rest).
+    (default 0.5; BM25 gets the rest). `embedding_model` names the model of a `MemoryEmbedder`
+    (`Store.set_embedder(model=...)`): the name is recorded with the vectors it makes, and a
+    namespace whose vectors name another model (or name one, for an unnamed embedder) refuses
+    its writes and searches with `mnem.InvalidArgument` instead of comparing vectors of two
+    models. It needs a `MemoryEmbedder`; "builtin" names its own model.
     Close with `await service.close()` or `async with` in async code, `close()` or `with`
     elsewhere.
     """
@@ -305,6 +309,7 @@ class MnemMemoryService(BaseMemoryService):
                  agents_dir: Optional[str] = None, create: Optional[bool] = None, read_only: bool = False,
                  sync_writes: bool = False, cache_bytes: Optional[int] = None, store: Optional[Store] = None,
                  embedder: Optional[Union[MemoryEmbedder, str]] = None,
+                 embedding_model: Optional[str] = None,
                  semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT, search_mode: Optional[str] = None,
                  search_limit: Optional[int] = None, min_score: Optional[float] = None,
                  author: Optional[str] = None, max_age: Optional[float] = None):
@@ -335,6 +340,14 @@ class MnemMemoryService(BaseMemoryService):
         if builtin and store is not None:
             raise ValueError("embedder=\"builtin\" is an option of the store's open: open the Store with "
                              "options={\"embedder\": \"builtin\"} instead")
+        if embedding_model is not None:
+            if embedder is None:
+                raise ValueError("embedding_model names the model of an embedder: give embedder= too")
+            if builtin:
+                raise ValueError("embedding_model cannot be combined with embedder=\"builtin\", which names "
+                                 "its own model")
+            if not isinstance(embedding_model, str):
+                raise TypeError(f"embedding_model must be a str, got {embedding_model!r}")
         if embedder is not None and not builtin:
             dims = getattr(embedder, "dimensions", None)
             if not callable(getattr(embedder, "embed", None)) or not isinstance(dims, int) or dims <= 0:
@@ -354,6 +367,7 @@ class MnemMemoryService(BaseMemoryService):
             store = Store(path, create=create, read_only=read_only, sync_writes=sync_writes, options=options)
         self.store = store
         self.embedder = embedder
+        self.embedding_model = embedding_model
         self.semantic_weight = float(semantic_weight)
         self.search_mode = search_mode
         self.search_limit = search_limit
@@ -365,7 +379,14 @@ class MnemMemoryService(BaseMemoryService):
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_lock = threading.Lock()
         if embedder is not None and not builtin:
-            store.set_embedder(self._embed_one)
+            try:
+                store.set_embedder(self._embed_one, model=embedding_model)
+            except BaseException:
+                # A model name the library refuses (empty, over 256 bytes): the store this
+                # service opened is not left open.
+                if self._owns_store:
+                    store.close()
+                raise
 
     # -- lifecycle ---------------------------------------------------------------------------
 
