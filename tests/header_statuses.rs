@@ -154,9 +154,9 @@ fn required(f: &Func) -> BTreeSet<&'static str> {
     if !f.is_fault_hook() {
         need.insert("OK");
     }
-    // `mnem_stats` reads in-memory counters only, `mnem_set_embedder` sets the handle's
-    // embedder: they never reach the storage.
-    let no_storage = ["mnem_stats", "mnem_set_embedder"];
+    // `mnem_stats` reads in-memory counters only, `mnem_set_embedder` and
+    // `mnem_set_named_embedder` set the handle's embedder: they never reach the storage.
+    let no_storage = ["mnem_stats", "mnem_set_embedder", "mnem_set_named_embedder"];
     if (f.takes_store() || f.name == "mnem_open") && !f.is_fault_hook() && !no_storage.contains(&f.name.as_str()) {
         need.extend(storage_statuses());
         need.insert("CORRUPTION");
@@ -215,6 +215,7 @@ fn valid(param: &str) -> String {
         "ids_jsonl" => format!("\"{EPISODE_ID}\""),
         "list_query_json" => r#"{"limit":10}"#.into(),
         "cursor" => String::new(),
+        "model" => "model-a".into(),
         "dest" => backup_dir().to_string_lossy().into_owned(),
         "export_jsonl" => concat!(
             r#"{"type":"header","mnem_export":1,"format":2,"scope":"store"}"#,
@@ -290,6 +291,13 @@ fn call(name: &str, c: &Call) -> Status {
         }
         "mnem_recall" => mnem_recall(store, a[0], a[1], a[2], out, c.cap, out_len, &mut err),
         "mnem_set_embedder" => mnem_set_embedder(store, None, null_mut(), &mut err),
+        "mnem_set_named_embedder" => {
+            // With an embedder, so that the name is checked; removed at once, so that no
+            // later call of another function embeds.
+            let st = mnem_set_named_embedder(store, a[0], Some(failing_embedder as _), null_mut(), &mut err);
+            mnem_set_embedder(store, None, null_mut(), &mut new_error());
+            st
+        }
         "mnem_stats" => mnem_stats(store, out, c.cap, out_len, &mut err),
         "mnem_forget_namespace" => mnem_forget_namespace(store, a[0], a[1], &mut err),
         "mnem_compact" => mnem_compact(store, &mut err),
@@ -517,6 +525,7 @@ fn every_status_a_function_returns_is_documented() {
             "mnem_list_namespaces",
             "mnem_check",
             "mnem_set_embedder",
+            "mnem_set_named_embedder",
         ];
         if !no_record_reads.contains(&f.name.as_str()) {
             want.insert("CORRUPTION");
