@@ -205,6 +205,71 @@ fn long_posting_lists_answer_as_on_rocksdb() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A write inserts the postings it adds as new rows (no search of the primary key first);
+/// should one be stored already (a stray key: here written by hand), the write is applied
+/// again as upserts, whole: nothing is refused, and every answer is RocksDB's.
+#[test]
+fn a_posting_already_stored_is_overwritten_not_refused() {
+    if pg_server().is_none() {
+        return;
+    }
+    let pg_place = place("postgresql", "stray");
+    let dir = std::env::temp_dir().join(format!("mnem-pg-stray-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rocks = Mnem::open(dir.to_str().unwrap(), create()).unwrap();
+    let pg = Mnem::open(&pg_place.uri, create()).unwrap();
+    let ns = Namespace::new("app", "user");
+    let id = Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0042);
+    // docs/FORMAT.md: namespace prefix ‖ 11 ‖ u32be(len) ‖ term ‖ UUID -> u32le tf ‖ u64le dl.
+    let mut key = Vec::new();
+    for part in ["app", "user"] {
+        key.extend_from_slice(&(part.len() as u32).to_be_bytes());
+        key.extend_from_slice(part.as_bytes());
+    }
+    key.push(0x11);
+    key.extend_from_slice(&5u32.to_be_bytes());
+    key.extend_from_slice(b"alpha");
+    key.extend_from_slice(id.as_bytes());
+    let stray = [9u32.to_le_bytes().as_slice(), 99u64.to_le_bytes().as_slice()].concat();
+    pg.store().put_raw_for_test("index", &key, &stray).unwrap();
+    let episodes = |m: &Mnem| {
+        let other = EpisodeInput { primary: "alpha charlie".into(), ..Default::default() };
+        let mine = EpisodeInput { id: Some(id), primary: "alpha bravo alpha".into(), ..Default::default() };
+        m.put_episodes(&ns, vec![other, mine]).unwrap();
+    };
+    episodes(&rocks);
+    episodes(&pg);
+    for query in ["alpha", "bravo", "charlie", "alpha bravo"] {
+        let scores = |m: &Mnem| -> Vec<(String, f64)> {
+            m.keyword_search(&ns, &KeywordQuery::new(query))
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.record.primary.clone(), h.score))
+                .collect()
+        };
+        assert_eq!(scores(&rocks), scores(&pg), "keyword_search {query:?}");
+    }
+    drop(rocks);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The URI's `options` reach the server after mnem's own session settings (here, one that
+/// makes the session refuse writes): a write is READ_ONLY, a search answers.
+#[test]
+fn the_uris_options_reach_every_session() {
+    if pg_server().is_none() {
+        return;
+    }
+    let p = place("postgresql", "options");
+    let ns = Namespace::new("app", "user");
+    p.open().put_episodes(&ns, vec![EpisodeInput { primary: "alpha".into(), ..Default::default() }]).unwrap();
+    let uri = format!("{}&options=-c%20default_transaction_read_only%3Don", p.uri);
+    let m = Mnem::open(&uri, OpenOptions::default()).unwrap();
+    let e = m.put_episodes(&ns, vec![EpisodeInput { primary: "bravo".into(), ..Default::default() }]).unwrap_err();
+    assert_eq!(e.status, Status::ReadOnly, "{e}");
+    assert_eq!(m.keyword_search(&ns, &KeywordQuery::new("alpha")).unwrap().len(), 1);
+}
+
 #[test]
 fn opening_names_what_is_wrong_and_never_the_password() {
     let Some(uri) = pg_server() else { return };

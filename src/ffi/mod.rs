@@ -21,6 +21,7 @@ pub mod sys;
 use crate::error::{Error, Result, Status};
 use crate::keys::Namespace;
 use crate::lexical::{KeywordQuery, LexicalQuery};
+use crate::store::SequenceScope;
 use crate::wire::query;
 use crate::{HybridQuery, Mnem, OpenOptions};
 use std::ffi::c_char;
@@ -69,6 +70,12 @@ const KEPT_THREADS: usize = 16;
 const KEPT_BYTES: usize = 64 << 20;
 
 impl Kept {
+    /// Whether an answer of this thread is kept.
+    fn holds(&self) -> bool {
+        let me = std::thread::current().id();
+        self.0.lock().iter().any(|k| k.thread == me)
+    }
+
     /// This thread's kept answer for `call` at `sequence`, if any; this thread's entry goes.
     fn take(&self, call: &[u8], sequence: u64) -> Option<Vec<u8>> {
         let me = std::thread::current().id();
@@ -322,14 +329,30 @@ fn read_call(
         let m = need_store(s)?;
         let kept = &s.expect("need_store checked it").kept;
         let Some(call) = call.0 else { return o.write(&f(m)?) };
-        let sequence = m.store().write_sequence();
-        let bytes = match kept.take(&call, sequence) {
+        // The sequence is read before any snapshot of the answer: here when an answer is kept
+        // (to check it), else by the backend as the read takes its first snapshot (on
+        // PostgreSQL, a round trip saved).
+        let mut sequence = None;
+        let mut answer = None;
+        if kept.holds() {
+            let now = m.store().write_sequence();
+            answer = kept.take(&call, now);
+            sequence = Some(now);
+        }
+        let bytes = match answer {
             Some(answer) => answer,
-            None => f(m)?,
+            None => {
+                let scope = SequenceScope::enter();
+                let bytes = f(m)?;
+                sequence = sequence.or(scope.sequence());
+                bytes
+            }
         };
         let written = o.write(&bytes);
-        if matches!(&written, Err(e) if e.status == Status::BufferTooSmall) {
-            kept.keep(call, sequence, bytes);
+        if let (Err(e), Some(sequence)) = (&written, sequence) {
+            if e.status == Status::BufferTooSmall {
+                kept.keep(call, sequence, bytes);
+            }
         }
         written
     });

@@ -24,6 +24,7 @@ pub use rocks::storage_status;
 use crate::error::{Error, Result, Status};
 use crate::keys::{self, Namespace};
 use runs::Postings;
+use std::cell::Cell;
 use uuid::Uuid;
 
 /// The on-disk format this build writes; stores with a larger number are refused. docs/FORMAT.md
@@ -298,6 +299,50 @@ pub(crate) trait Backend: Send + Sync {
     /// its keys may be kept in memory across snapshots.
     fn is_shared(&self) -> bool {
         false
+    }
+}
+
+thread_local! {
+    /// The write sequence of a read in progress on this thread (`SequenceScope`): `Some(None)`
+    /// until a backend notes it.
+    static SEQUENCE: Cell<Option<Option<u64>>> = const { Cell::new(None) };
+}
+
+/// While it lives, a backend notes the store's write sequence as this thread takes its
+/// first snapshot, read before it (PostgreSQL: in the round trip that begins the snapshot's
+/// transaction, instead of one of its own). An answer made from this thread's snapshots
+/// meanwhile is current at least up to that sequence: the tag of an answer kept for a retry
+/// (`ffi`), which a later write makes stale.
+pub(crate) struct SequenceScope {
+    outer: Option<Option<u64>>,
+}
+
+impl SequenceScope {
+    pub fn enter() -> SequenceScope {
+        SequenceScope { outer: SEQUENCE.replace(Some(None)) }
+    }
+
+    /// The sequence noted, if a snapshot was taken.
+    pub fn sequence(&self) -> Option<u64> {
+        SEQUENCE.get().flatten()
+    }
+}
+
+impl Drop for SequenceScope {
+    fn drop(&mut self) {
+        SEQUENCE.set(self.outer);
+    }
+}
+
+/// Whether a backend taking a snapshot now should note the write sequence (`SequenceScope`).
+pub(crate) fn sequence_wanted() -> bool {
+    SEQUENCE.get() == Some(None)
+}
+
+/// Note the write sequence read before a snapshot; the first noted stays (the earliest).
+pub(crate) fn note_sequence(sequence: u64) {
+    if sequence_wanted() {
+        SEQUENCE.set(Some(Some(sequence)));
     }
 }
 

@@ -10,7 +10,10 @@
 //! - A snapshot is a `REPEATABLE READ READ ONLY` transaction on a pooled connection, begun at
 //!   its first read; `multi_get` is one statement, a cursor reads pages of growing size.
 //! - A write is one transaction: its ops collapsed to the last change of each key, then one
-//!   statement per kind and keyspace (arrays bound as parameters).
+//!   statement per kind and keyspace (arrays bound as parameters). The postings it adds are
+//!   inserted as new rows, without the upsert's search of the primary key (see `apply`).
+//! - Each pooled session prepares a statement the first time it runs it (`session`), and is
+//!   told to plan with the primary key alone (`open`).
 //! - `lock_namespace` takes a session advisory lock on a connection of its own, on which the
 //!   write then commits: writers of one namespace serialize across processes, writers of
 //!   different namespaces do not wait for each other, and a snapshot taken under the lock
@@ -23,6 +26,7 @@
 //! held to `[a-z_][a-z0-9_]*` (`config`).
 
 mod config;
+mod session;
 
 use crate::error::{Error, Result, Status};
 use crate::keys;
@@ -33,15 +37,15 @@ use crate::store::{
 use config::{PgConfig, Verify};
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
 use postgres::error::SqlState;
-// Every hot statement names its parameters' types: sent with them, it takes one round trip
-// (no separate prepare).
+use postgres::SimpleQueryMessage;
+// Every statement names its parameters' types (`session` prepares it with them).
 use postgres::types::Type;
 use postgres_openssl::MakeTlsConnector;
 use r2d2_postgres::PostgresConnectionManager;
+use session::{Manager, Tx};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
-type Manager = PostgresConnectionManager<MakeTlsConnector>;
 type Pool = r2d2::Pool<Manager>;
 type Conn = r2d2::PooledConnection<Manager>;
 
@@ -133,6 +137,10 @@ fn pg_error(e: postgres::Error) -> Error {
     Error::new(status, format!("postgresql: {text}{hint}"))
 }
 
+fn is_unique_violation(e: &postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| *db.code() == SqlState::UNIQUE_VIOLATION)
+}
+
 fn pool_error(e: r2d2::Error) -> Error {
     Error::new(Status::Busy, format!("postgresql: no connection to the server: {e} (retry)"))
 }
@@ -171,14 +179,22 @@ fn tls(c: &PgConfig) -> Result<MakeTlsConnector> {
 pub(crate) fn open(uri: &str, opts: OpenOptions) -> Result<Box<dyn Backend>> {
     let c = config::parse(uri)?;
     let mut client = c.client.clone();
-    // Every session: a bound on each statement, and the schema's tables found unqualified by
-    // nobody (statements name them).
+    // Every session: a bound on each statement; and, since `session` keeps statements
+    // prepared, plans that stay right as tables grow. Every statement of mnem reads or
+    // changes keys through the primary key, so its plans are index scans and nested loops
+    // over them; a plan cached while a table was small (a hash join over a sequential scan)
+    // once made the writers' reads of a growing table 10-100 times slower. Without
+    // sequential scans a plan's estimated cost can pass `jit_above_cost`, and compiling
+    // takes milliseconds that statements this short never win back: no JIT.
+    // The URI's own `options` come after, so that they win.
+    let own = client.get_options().map(|o| format!(" {o}")).unwrap_or_default();
     client.options(&format!(
-        "-c statement_timeout={} -c lock_timeout={}",
+        "-c statement_timeout={} -c lock_timeout={} -c enable_seqscan=off -c enable_hashjoin=off \
+         -c enable_mergejoin=off -c jit=off{own}",
         c.statement_timeout_ms, c.statement_timeout_ms
     ));
     let tls = tls(&c)?;
-    let manager = PostgresConnectionManager::new(client.clone(), tls.clone());
+    let manager = Manager(PostgresConnectionManager::new(client.clone(), tls.clone()));
     let pool = r2d2::Pool::builder()
         .max_size(c.pool_size)
         .min_idle(Some(0))
@@ -232,7 +248,7 @@ impl PgBackend {
     fn prepare(&self, opts: OpenOptions) -> Result<()> {
         let mut conn = self.conn()?;
         let exists: bool = conn
-            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&format!("{}.episodes", self.schema)])
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[(&format!("{}.episodes", self.schema), Type::TEXT)])
             .map_err(pg_error)?
             .get(0);
         if exists {
@@ -245,8 +261,11 @@ impl PgBackend {
             ));
         }
         let mut tx = conn.transaction().map_err(pg_error)?;
-        tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('mnem create ' || $1, 0))", &[&self.schema])
-            .map_err(pg_error)?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('mnem create ' || $1, 0))",
+            &[(&self.schema, Type::TEXT)],
+        )
+        .map_err(pg_error)?;
         let mut ddl = format!("CREATE SCHEMA IF NOT EXISTS {s};", s = self.schema);
         for cf in Cf::ALL {
             // The index's rows are postings, read by the thousand in key order and their values
@@ -267,7 +286,14 @@ impl PgBackend {
 
     /// Apply `ops` and `postings` in the transaction `tx`: the last change of each key, after
     /// the range deletes (which remove the point changes before them that they cover).
-    fn apply(&self, tx: &mut postgres::Transaction<'_>, ops: &BatchOps, postings: Option<&[u8]>) -> Result<()> {
+    ///
+    /// `fresh`: a posting the batch puts without changing it before (in its ops or its run)
+    /// is inserted with a plain INSERT, not an upsert. The indexes delete a posting before
+    /// they put it again, so such a key is new; an upsert would search the primary key for it
+    /// first, which is a third of the server's work of an ingest. Should a key exist all the
+    /// same, the INSERT fails with a unique violation and this returns false, the transaction
+    /// to be rolled back and the batch applied again without `fresh`.
+    fn apply(&self, tx: &mut Tx<'_>, ops: &BatchOps, postings: Option<&[u8]>, fresh: bool) -> Result<bool> {
         let mut point: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 4] = Default::default();
         for op in ops.iter() {
             match op {
@@ -283,10 +309,10 @@ impl PgBackend {
                     let within = keys::prefix_successor(ns).is_some_and(|end| to <= end.as_slice());
                     if !ns.is_empty() && within {
                         let sql = format!("DELETE FROM {} WHERE ns = $1 AND key >= $2 AND key < $3", self.t(cf));
-                        tx.execute_typed(&sql, &[(&ns, BYTEA), (&from, BYTEA), (&to, BYTEA)]).map_err(pg_error)?;
+                        tx.execute(&sql, &[(&ns, BYTEA), (&from, BYTEA), (&to, BYTEA)]).map_err(pg_error)?;
                     } else {
                         let sql = format!("DELETE FROM {} WHERE key >= $1 AND key < $2", self.t(cf));
-                        tx.execute_typed(&sql, &[(&from, BYTEA), (&to, BYTEA)]).map_err(pg_error)?;
+                        tx.execute(&sql, &[(&from, BYTEA), (&to, BYTEA)]).map_err(pg_error)?;
                     }
                 }
                 Op::Clear(cf) => {
@@ -295,16 +321,22 @@ impl PgBackend {
                 }
             }
         }
+        let mut new_keys: HashSet<&[u8]> = HashSet::new();
         if let Some(run) = postings {
             let index = &mut point[Cf::Index as usize];
             for op in RunOps::new(run) {
                 let (k, v) = op?;
-                index.insert(k.to_vec(), v.map(<[u8]>::to_vec));
+                let changed_before = index.insert(k.to_vec(), v.map(<[u8]>::to_vec)).is_some();
+                if changed_before {
+                    new_keys.remove(k);
+                } else if fresh && v.is_some() {
+                    new_keys.insert(k);
+                }
             }
         }
         for cf in Cf::ALL {
             let changes = std::mem::take(&mut point[cf as usize]);
-            let (puts, dels): (Vec<_>, Vec<_>) = changes.into_iter().partition(|(_, v)| v.is_some());
+            let (mut puts, dels): (Vec<_>, Vec<_>) = changes.into_iter().partition(|(_, v)| v.is_some());
             let del_sql = format!(
                 "DELETE FROM {t} USING unnest($1::bytea[], $2::bytea[]) AS d(ns, key) \
                  WHERE {t}.ns = d.ns AND {t}.key = d.key",
@@ -313,31 +345,48 @@ impl PgBackend {
             for chunk in dels.chunks(ROWS_PER_STATEMENT) {
                 let ns: Vec<&[u8]> = chunk.iter().map(|(k, _)| ns_of(cf, k)).collect();
                 let ks: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
-                tx.execute_typed(&del_sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)]).map_err(pg_error)?;
+                tx.execute(&del_sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)]).map_err(pg_error)?;
             }
-            let put_sql = format!(
-                "INSERT INTO {t} (ns, key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[]) \
-                 ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value",
-                t = self.t(cf)
-            );
-            for chunk in puts.chunks(ROWS_PER_STATEMENT) {
-                let ns: Vec<&[u8]> = chunk.iter().map(|(k, _)| ns_of(cf, k)).collect();
-                let ks: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
-                let vs: Vec<&[u8]> = chunk.iter().map(|(_, v)| v.as_deref().expect("a put")).collect();
-                tx.execute_typed(&put_sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY), (&vs, BYTEA_ARRAY)])
-                    .map_err(pg_error)?;
+            let inserts: Vec<_> = if cf == Cf::Index && !new_keys.is_empty() {
+                let (new, old) = puts.into_iter().partition(|(k, _)| new_keys.contains(k.as_slice()));
+                puts = old;
+                new
+            } else {
+                Vec::new()
+            };
+            let t = self.t(cf);
+            let insert_sql =
+                format!("INSERT INTO {t} (ns, key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[])");
+            let upsert_sql = format!("{insert_sql} ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value");
+            for (sql, rows) in [(&insert_sql, &inserts), (&upsert_sql, &puts)] {
+                for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+                    let ns: Vec<&[u8]> = chunk.iter().map(|(k, _)| ns_of(cf, k)).collect();
+                    let ks: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
+                    let vs: Vec<&[u8]> = chunk.iter().map(|(_, v)| v.as_deref().expect("a put")).collect();
+                    match tx.execute(sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY), (&vs, BYTEA_ARRAY)]) {
+                        Ok(_) => {}
+                        Err(e) if fresh && is_unique_violation(&e) => return Ok(false),
+                        Err(e) => return Err(pg_error(e)),
+                    }
+                }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// One write transaction on `conn`, then the write sequence moves on.
     fn write_on(&self, conn: &mut Conn, ops: &BatchOps, postings: Option<&[u8]>) -> Result<()> {
         let mut tx = conn.transaction().map_err(pg_error)?;
-        self.apply(&mut tx, ops, postings)?;
+        if !self.apply(&mut tx, ops, postings, true)? {
+            // A posting thought new was there (see `apply`): nothing of the first attempt
+            // stays; every put is an upsert this time.
+            drop(tx);
+            tx = conn.transaction().map_err(pg_error)?;
+            self.apply(&mut tx, ops, postings, false)?;
+        }
         tx.commit().map_err(pg_error)?;
         // After the commit, before the write returns: see the module's documentation.
-        conn.execute_typed(&format!("SELECT nextval('{}.write_sequence')", self.schema), &[]).map_err(pg_error)?;
+        conn.execute(&format!("SELECT nextval('{}.write_sequence')", self.schema), &[]).map_err(pg_error)?;
         Ok(())
     }
 }
@@ -363,7 +412,7 @@ impl Backend for PgBackend {
     fn lock_namespace(&self, prefix: &[u8]) -> Result<Box<dyn NamespaceLock + '_>> {
         let key = lock_key(&self.schema, prefix);
         let sql = format!("SELECT pg_advisory_lock({LOCK_ID})");
-        let (conn, _) = self.conn_with(|c| c.execute_typed(&sql, &[(&key, BYTEA)]))?;
+        let (conn, _) = self.conn_with(|c| c.execute(&sql, &[(&key, BYTEA)]))?;
         Ok(Box::new(PgLock { backend: self, conn: RefCell::new(Some(conn)), key }))
     }
 
@@ -375,7 +424,7 @@ impl Backend for PgBackend {
 
     fn write_sequence(&self) -> u64 {
         let sql = format!("SELECT last_value, is_called FROM {}.write_sequence", self.schema);
-        let read = self.conn_with(|c| c.query_typed_one(&sql, &[])).ok().map(|(_, row)| row);
+        let read = self.conn_with(|c| c.query_one(&sql, &[])).ok().map(|(_, row)| row);
         match read {
             Some(row) => {
                 let (v, called): (i64, bool) = (row.get(0), row.get(1));
@@ -411,7 +460,8 @@ impl Backend for PgBackend {
              WHERE ns = $1 AND key >= $2 AND key < $3",
             self.t(cf)
         );
-        conn.query_one(&sql, &[&ns_of(cf, from), &from, &to]).map_or(0, |r| r.get::<_, i64>(0) as u64)
+        conn.query_one(&sql, &[(&ns_of(cf, from), BYTEA), (&from, BYTEA), (&to, BYTEA)])
+            .map_or(0, |r| r.get::<_, i64>(0) as u64)
     }
 
     fn backup(&self, _dest: &str) -> Result<()> {
@@ -471,7 +521,7 @@ impl NamespaceLock for PgLock<'_> {
 impl Drop for PgLock<'_> {
     fn drop(&mut self) {
         if let Some(mut conn) = self.conn.get_mut().take() {
-            if conn.execute_typed(&format!("SELECT pg_advisory_unlock({LOCK_ID})"), &[(&self.key, BYTEA)]).is_err() {
+            if conn.execute(&format!("SELECT pg_advisory_unlock({LOCK_ID})"), &[(&self.key, BYTEA)]).is_err() {
                 // A pooled session must not keep the lock for its next user: release every
                 // advisory lock it holds (if this fails too, the session is broken and the
                 // server released them with it; the pool drops a closed connection).
@@ -480,6 +530,8 @@ impl Drop for PgLock<'_> {
         }
     }
 }
+
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
 /// A consistent view: one read-only repeatable-read transaction, begun at the first read.
 struct PgView<'b> {
@@ -491,8 +543,27 @@ impl PgView<'_> {
     fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut slot = self.conn.borrow_mut();
         if slot.is_none() {
-            let (c, _) =
-                self.backend.conn_with(|c| c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))?;
+            let c = if crate::store::sequence_wanted() {
+                // The write sequence, in a transaction that ends before the snapshot's begins
+                // (so that the snapshot holds every write it counts), in the same round trip.
+                let sql = format!(
+                    "BEGIN; SELECT last_value, is_called FROM {}.write_sequence; COMMIT; {BEGIN_READ}",
+                    self.backend.schema
+                );
+                let (c, replies) = self.backend.conn_with(|c| c.simple_query(&sql))?;
+                let row = replies.iter().find_map(|m| match m {
+                    SimpleQueryMessage::Row(r) => Some(r),
+                    _ => None,
+                });
+                let sequence = row.and_then(|r| Some((r.get(0)?.parse::<i64>().ok()? as u64, r.get(1)? == "t")));
+                match sequence {
+                    Some((v, called)) => crate::store::note_sequence(if called { v } else { 0 }),
+                    None => return Err(Error::corruption("postgresql: the write sequence reads as no number")),
+                }
+                c
+            } else {
+                self.backend.conn_with(|c| c.batch_execute(BEGIN_READ))?.0
+            };
             *slot = Some(c);
         }
         f(slot.as_mut().expect("set above"))
@@ -511,7 +582,7 @@ impl PgView<'_> {
                 let sql = format!(
                     "SELECT key, value FROM {t} WHERE ns = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4"
                 );
-                c.query_typed(&sql, &[(&ns, BYTEA), (&start, BYTEA), (&upper.expect("one_ns"), BYTEA), (&limit, INT8)])
+                c.query(&sql, &[(&ns, BYTEA), (&start, BYTEA), (&upper.expect("one_ns"), BYTEA), (&limit, INT8)])
             } else {
                 // `(ns, key) >= (ns of start, start)` lets the primary key's order answer.
                 let lower_ns: &[u8] = if ns.is_empty() { start } else { ns };
@@ -519,7 +590,7 @@ impl PgView<'_> {
                     "SELECT key, value FROM {t} WHERE (ns, key) >= ($1, $2) AND key >= $2 AND ($3::bytea IS NULL OR key < $3) \
                      ORDER BY ns, key LIMIT $4"
                 );
-                c.query_typed(&sql, &[(&lower_ns, BYTEA), (&start, BYTEA), (&upper, BYTEA), (&limit, INT8)])
+                c.query(&sql, &[(&lower_ns, BYTEA), (&start, BYTEA), (&upper, BYTEA), (&limit, INT8)])
             }
             .map_err(pg_error)?;
             Ok(rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))).collect())
@@ -539,7 +610,7 @@ impl View for PgView<'_> {
     fn get(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let sql = format!("SELECT value FROM {} WHERE ns = $1 AND key = $2", self.backend.t(cf));
         self.with(|c| {
-            let row = c.query_typed_opt(&sql, &[(&ns_of(cf, key), BYTEA), (&key, BYTEA)]).map_err(pg_error)?;
+            let row = c.query_opt(&sql, &[(&ns_of(cf, key), BYTEA), (&key, BYTEA)]).map_err(pg_error)?;
             Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
         })
     }
@@ -557,7 +628,7 @@ impl View for PgView<'_> {
         let ks: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         self.with(|c| {
             let mut out = vec![None; keys.len()];
-            for r in c.query_typed(&sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)]).map_err(pg_error)? {
+            for r in c.query(&sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)]).map_err(pg_error)? {
                 let i: i64 = r.get(0);
                 out[(i - 1) as usize] = Some(r.get::<_, Vec<u8>>(1));
             }
@@ -600,7 +671,7 @@ impl View for PgView<'_> {
         let mut pages: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); prefixes.len()];
         let read = self.with(|c| {
             let rows = c
-                .query_typed(&sql, &[(&ns, BYTEA), (&lo, BYTEA_ARRAY), (&hi, BYTEA_ARRAY), (&FIRST_PAGE, INT8)])
+                .query(&sql, &[(&ns, BYTEA), (&lo, BYTEA_ARRAY), (&hi, BYTEA_ARRAY), (&FIRST_PAGE, INT8)])
                 .map_err(pg_error)?;
             for r in rows {
                 let i: i64 = r.get(0);

@@ -28,6 +28,16 @@ pub(crate) fn open(path: &str, opts: OpenOptions, lock: bool) -> Result<Box<dyn 
     Ok(Box::new(RocksBackend { behind: Behind::new(Arc::clone(&rocks), 0), rocks, journal_replayed: 0 }))
 }
 
+impl RocksBackend {
+    /// A snapshot is about to be taken (`store::SequenceScope`): its sequence is one counter
+    /// read away.
+    fn note_sequence(&self) {
+        if crate::store::sequence_wanted() {
+            crate::store::note_sequence(self.rocks.latest_sequence());
+        }
+    }
+}
+
 impl Backend for RocksBackend {
     fn recover(&mut self) -> Result<()> {
         let journal = deferred::read_journal(&self.rocks)?;
@@ -54,10 +64,12 @@ impl Backend for RocksBackend {
     }
 
     fn snapshot(&self) -> Result<Box<dyn View + '_>> {
+        self.note_sequence();
         Ok(Box::new(self.behind.read_snapshot()?))
     }
 
     fn snapshot_without_postings(&self) -> Box<dyn View + '_> {
+        self.note_sequence();
         Box::new(self.rocks.view())
     }
 
