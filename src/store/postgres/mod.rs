@@ -183,7 +183,7 @@ pub(crate) fn open(uri: &str, opts: OpenOptions) -> Result<Box<dyn Backend>> {
     // prepared, plans that stay right as tables grow. Every statement of mnem reads or
     // changes keys through the primary key, so its plans are index scans and nested loops
     // over them; a plan cached while a table was small (a hash join over a sequential scan)
-    // once made the writers' reads of a growing table 10-100 times slower. Without
+    // once made the writers' reads of a growing table take 5 ms and more (BENCHMARKS.md). Without
     // sequential scans a plan's estimated cost can pass `jit_above_cost`, and compiling
     // takes milliseconds that statements this short never win back: no JIT.
     // The URI's own `options` come after, so that they win.
