@@ -213,11 +213,8 @@ fn a_posting_already_stored_is_overwritten_not_refused() {
     if pg_server().is_none() {
         return;
     }
-    let pg_place = place("postgresql", "stray");
-    let dir = std::env::temp_dir().join(format!("mnem-pg-stray-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let rocks = Mnem::open(dir.to_str().unwrap(), create()).unwrap();
-    let pg = Mnem::open(&pg_place.uri, create()).unwrap();
+    let places = [place("rocksdb", "stray"), place("postgresql", "stray")];
+    let (rocks, pg) = (places[0].open(), places[1].open());
     let ns = Namespace::new("app", "user");
     let id = Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0042);
     // docs/FORMAT.md: namespace prefix ‖ 11 ‖ u32be(len) ‖ term ‖ UUID -> u32le tf ‖ u64le dl.
@@ -249,8 +246,6 @@ fn a_posting_already_stored_is_overwritten_not_refused() {
         };
         assert_eq!(scores(&rocks), scores(&pg), "keyword_search {query:?}");
     }
-    drop(rocks);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The URI's `options` reach the server after mnem's own session settings (here, one that

@@ -224,6 +224,11 @@ impl PgBackend {
         format!("{}.{}", self.schema, table(cf))
     }
 
+    /// The statement that reads the write sequence (parsed by `sequence_of`).
+    fn sequence_sql(&self) -> String {
+        format!("SELECT last_value, is_called FROM {}.write_sequence", self.schema)
+    }
+
     /// A pooled connection on which `first` succeeded. An idle connection the server has
     /// closed (a restart, a failover, a killed session) is only found out by using it, so a
     /// `first` that fails because its connection is gone is tried again on another, as many
@@ -423,17 +428,9 @@ impl Backend for PgBackend {
     fn set_postings_limit(&self, _bytes: usize) {}
 
     fn write_sequence(&self) -> u64 {
-        let sql = format!("SELECT last_value, is_called FROM {}.write_sequence", self.schema);
-        let read = self.conn_with(|c| c.query_one(&sql, &[])).ok().map(|(_, row)| row);
-        match read {
-            Some(row) => {
-                let (v, called): (i64, bool) = (row.get(0), row.get(1));
-                if called {
-                    v as u64
-                } else {
-                    0
-                }
-            }
+        let sql = self.sequence_sql();
+        match self.conn_with(|c| c.simple_query(&sql)).ok().and_then(|(_, replies)| sequence_of(&replies)) {
+            Some(v) => v,
             // Unknown: a number no earlier call saw, so nothing kept is reused.
             None => u64::MAX - (crate::store::now_ms() as u64),
         }
@@ -496,6 +493,17 @@ impl Backend for PgBackend {
     }
 }
 
+/// The write sequence from the replies of a simple query holding `sequence_sql` (the first
+/// row of any): 0 until the first write bumps it.
+fn sequence_of(replies: &[SimpleQueryMessage]) -> Option<u64> {
+    let row = replies.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(r) => Some(r),
+        _ => None,
+    })?;
+    let value: i64 = row.get(0)?.parse().ok()?;
+    Some(if row.get(1)? == "t" { value as u64 } else { 0 })
+}
+
 /// The bytes whose digest (64 bits of md5, computed by the server, so the same for every
 /// client) names the advisory lock of a namespace of the store in `schema`.
 fn lock_key(schema: &str, prefix: &[u8]) -> Vec<u8> {
@@ -546,18 +554,10 @@ impl PgView<'_> {
             let c = if crate::store::sequence_wanted() {
                 // The write sequence, in a transaction that ends before the snapshot's begins
                 // (so that the snapshot holds every write it counts), in the same round trip.
-                let sql = format!(
-                    "BEGIN; SELECT last_value, is_called FROM {}.write_sequence; COMMIT; {BEGIN_READ}",
-                    self.backend.schema
-                );
+                let sql = format!("BEGIN; {}; COMMIT; {BEGIN_READ}", self.backend.sequence_sql());
                 let (c, replies) = self.backend.conn_with(|c| c.simple_query(&sql))?;
-                let row = replies.iter().find_map(|m| match m {
-                    SimpleQueryMessage::Row(r) => Some(r),
-                    _ => None,
-                });
-                let sequence = row.and_then(|r| Some((r.get(0)?.parse::<i64>().ok()? as u64, r.get(1)? == "t")));
-                match sequence {
-                    Some((v, called)) => crate::store::note_sequence(if called { v } else { 0 }),
+                match sequence_of(&replies) {
+                    Some(v) => crate::store::note_sequence(v),
                     None => return Err(Error::corruption("postgresql: the write sequence reads as no number")),
                 }
                 c
