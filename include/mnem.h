@@ -225,6 +225,10 @@ const char *mnem_status_message(int32_t status);
 // nothing. `{"embed_context": N}` (0 to 16; default 2 with the built-in embedder, else 0):
 // an ADK event is embedded from the N events before it in its session and itself, each
 // written `author: text`, joined by one space (0: its text alone).
+// `{"write_yield_ms": N}` (0 to 1000; default 5, and 0 on PostgreSQL): the longest a write
+// waits, before it starts, for the searches of this handle running when it arrived, so that
+// a writer that writes without pause does not take the CPU they need; later searches do not
+// hold it back, and with none running it does not wait. 0: writes never wait.
 //
 // `MNEM_OPEN_VIEW` opens a read-only view instead, beside a writer (another process or
 // handle may hold the store open for writing; a normal open would be BUSY): every read

@@ -10,17 +10,21 @@ use crate::cache::{Cache, CacheStats};
 use crate::derived::{DerivedIndex, IndexWrite, Placement};
 use crate::error::Result;
 use crate::lexical::index::Bm25Index;
+use crate::priority::{InFlight, Searches};
 use crate::record::Episode;
-use crate::store::{Batch, NsLock, OpenOptions, Snapshot, Store};
+use crate::store::{Batch, NsLock, OpenOptions, Snapshot, Store, DEFAULT_WRITE_YIELD_MS};
 use crate::vector::VectorIndex;
 use parking_lot::Mutex;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) struct Engine {
     pub store: Arc<Store>,
     /// Serializes writers (`crate::txn::Writers`): each write reads, decides and commits one
     /// batch without another writer in between.
     pub write_lock: Mutex<()>,
+    /// The searches in flight, which a writer lets finish first (`crate::priority`).
+    pub searches: Searches,
     pub bm25: Bm25Index,
     pub adk: AdkSearchIndex,
     pub vectors: VectorIndex,
@@ -60,7 +64,9 @@ impl Engine {
         // (PostgreSQL) each search loads its graph from its snapshot.
         let keep_graphs = !store.is_shared();
         let pairs = store.opened_format() >= PAIRS_FORMAT;
+        let yield_ms = opts.write_yield_ms.unwrap_or(if store.is_shared() { 0 } else { DEFAULT_WRITE_YIELD_MS });
         Engine {
+            searches: Searches::new(Duration::from_millis(yield_ms)),
             store: Arc::new(store),
             write_lock: Mutex::new(()),
             bm25: Bm25Index,
@@ -82,8 +88,10 @@ impl Engine {
 
     /// A snapshot of every acknowledged write (`Store::snapshot`): what every read of
     /// postings starts from.
-    pub fn read_snapshot(&self) -> Result<Snapshot<'_>> {
-        self.store.snapshot()
+    /// The search holds writers that arrive while it runs back a little (`crate::priority`).
+    pub fn read_snapshot(&self) -> Result<ReadSnapshot<'_>> {
+        let search = self.searches.begin();
+        Ok(ReadSnapshot { snap: self.store.snapshot()?, _search: search })
     }
 
     pub fn stats(&self) -> Stats {
@@ -127,5 +135,19 @@ impl Engine {
         AdkSearchIndex::publish(adk);
         VectorIndex::publish(vectors);
         Ok(())
+    }
+}
+
+/// A search's snapshot (`Engine::read_snapshot`), the search in flight until it is dropped.
+pub(crate) struct ReadSnapshot<'a> {
+    snap: Snapshot<'a>,
+    _search: InFlight<'a>,
+}
+
+impl<'a> std::ops::Deref for ReadSnapshot<'a> {
+    type Target = Snapshot<'a>;
+
+    fn deref(&self) -> &Snapshot<'a> {
+        &self.snap
     }
 }

@@ -2,13 +2,13 @@
 //! (Cormack, Clarke and Buettcher), rank constant 60, ranks from 1, ties by UUID. The
 //! query is parsed and the results written by `crate::wire::query`.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, ReadSnapshot};
 use crate::error::{Error, Result};
 use crate::filter::HitFilter;
 use crate::keys::Namespace;
 use crate::lexical::{Filter, KeywordQuery, DEFAULT_LIMIT, MAX_SEARCH_LIMIT};
 use crate::record::{Episode, RecordView};
-use crate::store::{now_ms, Snapshot};
+use crate::store::now_ms;
 use crate::vector::VectorsRead;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -115,7 +115,7 @@ pub fn fuse(lexical: &[Uuid], semantic: &[Uuid], w_lex: f64, w_sem: f64) -> Vec<
 
 /// One search's snapshot, its namespace's graph and the channels' weights
 /// (`Engine::vector_channel`).
-pub(crate) type VectorChannel<'e> = (Snapshot<'e>, Option<VectorsRead>, f64, f64);
+pub(crate) type VectorChannel<'e> = (ReadSnapshot<'e>, Option<VectorsRead>, f64, f64);
 
 impl Engine {
     /// The snapshot of a search that fuses a vector channel (hybrid, recall), the

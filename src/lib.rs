@@ -28,6 +28,7 @@ pub mod hybrid;
 pub mod keys;
 pub mod lexical;
 mod mnem;
+mod priority;
 pub mod record;
 pub mod store;
 mod txn;

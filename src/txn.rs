@@ -30,9 +30,11 @@ pub(crate) struct Writers<'e> {
 }
 
 impl<'e> Writers<'e> {
-    /// Refuse a read-only store, then wait for the writers before.
+    /// Refuse a read-only store, let the searches running now finish (`crate::priority`),
+    /// then wait for the writers before.
     pub fn lock(engine: &'e Engine) -> Result<Writers<'e>> {
         engine.store.check_writable()?;
+        engine.searches.yield_to_running();
         Ok(Writers { engine, _lock: engine.write_lock.lock() })
     }
 

@@ -33,6 +33,7 @@ const CREATE: OpenOptions = OpenOptions {
     builtin_embedder: false,
     model_dir: None,
     embed_context: None,
+    write_yield_ms: None,
 };
 const READ_ONLY: OpenOptions = OpenOptions {
     create: false,
@@ -42,6 +43,7 @@ const READ_ONLY: OpenOptions = OpenOptions {
     builtin_embedder: false,
     model_dir: None,
     embed_context: None,
+    write_yield_ms: None,
 };
 
 fn hex(bytes: &[u8]) -> String {

@@ -67,7 +67,16 @@ pub struct OpenOptions {
     /// How many earlier events of its session an ADK event is embedded with
     /// (`crate::embed::event_text`); None: 2 with the built-in embedder, else 0.
     pub embed_context: Option<usize>,
+    /// The longest a write waits for the searches running when it arrives
+    /// (`crate::priority`); None: `DEFAULT_WRITE_YIELD_MS` on a store of this process alone,
+    /// 0 (never) on a shared one, whose searches and writers share the server's CPU instead.
+    pub write_yield_ms: Option<u64>,
 }
+
+/// `OpenOptions::write_yield_ms` by default, on a store of one process.
+pub const DEFAULT_WRITE_YIELD_MS: u64 = 5;
+/// The largest `write_yield_ms`.
+pub const MAX_WRITE_YIELD_MS: u64 = 1000;
 
 impl Default for OpenOptions {
     fn default() -> Self {
@@ -79,6 +88,7 @@ impl Default for OpenOptions {
             builtin_embedder: false,
             model_dir: None,
             embed_context: None,
+            write_yield_ms: None,
         }
     }
 }

@@ -42,6 +42,13 @@ pub fn parse_open_options(json: &str, mut opts: OpenOptions) -> Result<OpenOptio
             }
             opts.embed_context = Some(n as usize);
         }
+        let max = crate::store::MAX_WRITE_YIELD_MS;
+        if let Some(n) = f.get::<u64>("write_yield_ms", "an integer from 0 to 1000")? {
+            if n > max {
+                return Err(Error::invalid(format!("`write_yield_ms` must be an integer from 0 to {max}, got {n}")));
+            }
+            opts.write_yield_ms = Some(n);
+        }
         f.finish().map_err(|e| e.context("options_json"))?;
     }
     Ok(opts)
