@@ -1,13 +1,14 @@
 //! Import: the JSON Lines of `export` back into a store, through the same index staging as
 //! every write. The whole input is parsed and checked (`crate::wire::export`) before
-//! anything is written.
+//! anything is written; its episodes are then parsed again a chunk at a time as they are
+//! written, so that an import holds its input and one chunk, not every episode at once.
 
 use super::export::{Progress, Transfer};
 use crate::adk::state::{AdkChanges, Bucket};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::txn::Writers;
-use crate::wire::export::{parse_export, NsImport};
+use crate::txn::{Writers, CHUNK};
+use crate::wire::export::{import_episode, parse_export, NsImport};
 use crate::Mnem;
 use std::collections::HashSet;
 
@@ -39,7 +40,7 @@ impl Engine {
     fn import_namespace(
         &self,
         writers: &Writers<'_>,
-        n: NsImport,
+        n: NsImport<'_>,
         t: &mut Transfer,
         progress: Progress<'_>,
     ) -> Result<()> {
@@ -61,16 +62,25 @@ impl Engine {
         }
         self.vectors.stage_space(&mut txn.batch, &n.ns, n.space.as_ref());
         let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
-        for e in &n.episodes {
-            if !e.deleted && tombstoned.contains(crate::adk::memory_id(e.event_id.as_deref(), &e.id).as_str()) {
-                txn.placement.excluded.insert(e.id);
+        // A chunk's lines are parsed again just before it is written: only one chunk's
+        // episodes are held at once (the lines were all checked by `parse_export`).
+        for lines in n.episodes.chunks(CHUNK) {
+            let episodes = lines.iter().map(|l| import_episode(l)).collect::<Result<Vec<_>>>()?;
+            for e in &episodes {
+                if !e.deleted && tombstoned.contains(crate::adk::memory_id(e.event_id.as_deref(), &e.id).as_str()) {
+                    txn.placement.excluded.insert(e.id);
+                }
             }
+            let before = t.episodes;
+            txn.commit_built(&episodes, true, |done| {
+                t.episodes = before + done;
+                progress(t.episodes, 0);
+            })?;
         }
-        let before = t.episodes;
-        txn.commit_built(&n.episodes, true, |done| {
-            t.episodes = before + done;
-            progress(t.episodes, 0);
-        })
+        if n.episodes.is_empty() {
+            txn.commit_built(&[], true, |_| {})?;
+        }
+        Ok(())
     }
 }
 

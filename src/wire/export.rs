@@ -109,20 +109,34 @@ pub fn write_export_page(out: &mut Vec<u8>, lines: &str, next_cursor: Option<&st
 }
 
 /// One namespace of an export being imported.
-pub(crate) struct NsImport {
+pub(crate) struct NsImport<'a> {
     pub ns: Namespace,
     pub next_bucket: u32,
     pub space: Option<VectorSpace>,
     /// session id -> (position, next sequence)
     pub buckets: Vec<(String, u32, u64)>,
     pub tombstones: Vec<String>,
-    pub episodes: Vec<Episode>,
+    /// The episode lines, checked (`import_episode` parses them again as they are written,
+    /// so that an import holds its input, not every episode parsed from it, at once).
+    pub episodes: Vec<&'a str>,
     /// ADK order: (position, sequence, episode), with the line that gave it.
     pub orders: Vec<(u32, u64, Uuid, usize)>,
 }
 
 fn required<T>(v: Option<T>, key: &str) -> Result<T> {
     v.ok_or_else(|| Error::invalid(format!("`{key}` is required")))
+}
+
+/// An episode line of an export, parsed and checked.
+pub(crate) fn import_episode(line: &str) -> Result<Episode> {
+    let mut f = Fields::strict(parse_object(line)?);
+    let kind = f.string("type")?;
+    if kind.as_deref() != Some("episode") {
+        return Err(Error::invalid("not an episode line"));
+    }
+    let e = parse_episode(&mut f)?;
+    f.finish()?;
+    Ok(e)
 }
 
 fn parse_episode(f: &mut Fields<'_>) -> Result<Episode> {
@@ -170,7 +184,7 @@ fn parse_episode(f: &mut Fields<'_>) -> Result<Episode> {
 }
 
 /// Every order line of a namespace names one of its episodes.
-fn check_orders(n: &NsImport, ids: &HashSet<Uuid>) -> Result<()> {
+fn check_orders(n: &NsImport<'_>, ids: &HashSet<Uuid>) -> Result<()> {
     match n.orders.iter().find(|o| !ids.contains(&o.2)) {
         Some(o) => Err(Error::invalid(format!("line {}: `id` {} is not an episode of its namespace", o.3, o.2))),
         None => Ok(()),
@@ -179,8 +193,8 @@ fn check_orders(n: &NsImport, ids: &HashSet<Uuid>) -> Result<()> {
 
 /// Parse and check a whole export (`mnem_import`): its namespaces and its line count.
 /// Errors name the line.
-pub(crate) fn parse_export(input: &str) -> Result<(Vec<NsImport>, u64)> {
-    let mut out: Vec<NsImport> = Vec::new();
+pub(crate) fn parse_export(input: &str) -> Result<(Vec<NsImport<'_>>, u64)> {
+    let mut out: Vec<NsImport<'_>> = Vec::new();
     let mut seen_ns: HashSet<Namespace> = HashSet::new();
     let (mut header, mut ended, mut lines, mut total) = (false, false, 0u64, 0u64);
     let mut ids: HashSet<Uuid> = HashSet::new();
@@ -284,7 +298,7 @@ pub(crate) fn parse_export(input: &str) -> Result<(Vec<NsImport>, u64)> {
                         ))));
                     }
                 }
-                cur.episodes.push(e);
+                cur.episodes.push(line);
                 total += 1;
             }
             ("end", _) => {
