@@ -87,8 +87,8 @@ impl Engine {
     }
 
     /// A snapshot of every acknowledged write (`Store::snapshot`): what every read of
-    /// postings starts from.
-    /// The search holds writers that arrive while it runs back a little (`crate::priority`).
+    /// postings starts from. The search counts as running until it is dropped, and writers
+    /// that arrive meanwhile let it finish first, within a bound (`crate::priority`).
     pub fn read_snapshot(&self) -> Result<ReadSnapshot<'_>> {
         let search = self.searches.begin();
         Ok(ReadSnapshot { snap: self.store.snapshot()?, _search: search })

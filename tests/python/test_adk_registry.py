@@ -56,6 +56,15 @@ def test_parse_uri_forms(tmp_path):
     assert parse_uri("mnem:///a%20b/c") == ("/a b/c", {})
     assert parse_uri("mnem:///d?sync_writes=true&cache_bytes=2097152&read_only=false") == (
         "/d", {"sync_writes": True, "cache_bytes": 2097152, "read_only": False})
+    assert parse_uri("mnem:///d?write_yield_ms=0") == ("/d", {"write_yield_ms": 0})
+
+
+def test_write_yield_ms_reaches_the_open(tmp_path):
+    # The library checks it: an out-of-range value from the URI fails the open, naming it.
+    with pytest.raises(mnem.InvalidArgument) as e:
+        MnemMemoryService(uri=f"mnem://{tmp_path}/s?write_yield_ms=1001")
+    assert "write_yield_ms" in str(e.value)
+    MnemMemoryService(uri=f"mnem://{tmp_path}/s?write_yield_ms=0").close()
 
 
 @pytest.mark.parametrize("uri, needle", [

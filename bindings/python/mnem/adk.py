@@ -118,6 +118,7 @@ _URI_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "read_only": ("read_only", _bool_option),
     "create": ("create", _bool_option),
     "cache_bytes": ("cache_bytes", _int_option),
+    "write_yield_ms": ("write_yield_ms", _int_option),
     "semantic_weight": ("semantic_weight", _float_option),
     "embedder": ("embedder", _embedder_option),
     "mode": ("search_mode", _mode_option),
@@ -135,7 +136,7 @@ def parse_uri(uri: str, agents_dir: Optional[str] = None) -> tuple[str, dict[str
     `mnem:///abs/dir` (absolute), `mnem://rel/dir` (relative to `agents_dir`, the agents
     directory ADK passes, else to the working directory), `mnem://:memory:` (a store inside
     the process). Query options: sync_writes, read_only, create (true/false), cache_bytes
-    (integer), semantic_weight (0 to 1), embedder (builtin or none), and search_memory's
+    and write_yield_ms (integers, mnem_open's options), semantic_weight (0 to 1), embedder (builtin or none), and search_memory's
     defaults: mode (adk, bm25, hybrid, adk_vectors), limit (1 to 100), min_score (a number),
     author (a string), max_age (seconds). Anything else is a ValueError naming it.
     """
@@ -307,7 +308,8 @@ class MnemMemoryService(BaseMemoryService):
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, uri: Optional[str] = None,
                  agents_dir: Optional[str] = None, create: Optional[bool] = None, read_only: bool = False,
-                 sync_writes: bool = False, cache_bytes: Optional[int] = None, store: Optional[Store] = None,
+                 sync_writes: bool = False, cache_bytes: Optional[int] = None, write_yield_ms: Optional[int] = None,
+                 store: Optional[Store] = None,
                  embedder: Optional[Union[MemoryEmbedder, str]] = None,
                  embedding_model: Optional[str] = None,
                  semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT, search_mode: Optional[str] = None,
@@ -321,6 +323,7 @@ class MnemMemoryService(BaseMemoryService):
             read_only = opts.get("read_only", read_only)
             sync_writes = opts.get("sync_writes", sync_writes)
             cache_bytes = opts.get("cache_bytes", cache_bytes)
+            write_yield_ms = opts.get("write_yield_ms", write_yield_ms)
             semantic_weight = opts.get("semantic_weight", semantic_weight)
             embedder = opts.get("embedder", embedder)
             search_mode = opts.get("search_mode", search_mode)
@@ -362,6 +365,8 @@ class MnemMemoryService(BaseMemoryService):
                 # mnem creates the store directory, not its parents.
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             options: dict[str, Any] = {"cache_bytes": cache_bytes} if cache_bytes is not None else {}
+            if write_yield_ms is not None:
+                options["write_yield_ms"] = write_yield_ms
             if builtin:
                 options["embedder"] = "builtin"
             store = Store(path, create=create, read_only=read_only, sync_writes=sync_writes, options=options)
