@@ -100,34 +100,29 @@ impl<'w> WriteTxn<'w> {
         self.engine.commit_staged(&ctx, &staged, self.batch, &self.placement, &self.lock)
     }
 
-    /// Commit episodes built elsewhere (an import's records, or, `records` false, an older
-    /// store's stored records being indexed) with their index changes, `CHUNK` at a time;
-    /// what `batch` holds goes with the first. Each chunk is indexed from a fresh snapshot,
-    /// which sees the index keys the chunks before it wrote. Tombstones are written but not
-    /// indexed. `progress` hears the episodes committed so far. The transaction stays open
-    /// for more.
-    pub fn commit_built(&mut self, built: &[Episode], records: bool, mut progress: impl FnMut(u64)) -> Result<()> {
+    /// Commit a chunk of episodes built elsewhere (an import's records, or, `records`
+    /// false, an older store's stored records being indexed; callers hold at most `CHUNK` at
+    /// once) with their index changes and what `batch` holds, in one batch. Each chunk is
+    /// indexed from a fresh snapshot, which sees the index keys the chunks before it wrote.
+    /// Tombstones are written but not indexed. With no episodes, what `batch` holds is
+    /// written, if anything. The transaction stays open for more.
+    pub fn commit_built(&mut self, built: &[Episode], records: bool) -> Result<()> {
         let store = &self.engine.store;
+        let batch = std::mem::take(&mut self.batch);
         if built.is_empty() {
-            let batch = std::mem::take(&mut self.batch);
             return if batch.is_empty() { Ok(()) } else { self.lock.write(batch) };
         }
-        let prefix = self.episodes.prefix().to_vec();
-        let mut done = 0u64;
-        for chunk in built.chunks(CHUNK) {
-            if records {
-                for e in chunk {
-                    self.batch.put(Cf::Episodes, keys::episode_key(&prefix, &e.id), e.encode());
-                }
+        let mut batch = batch;
+        let prefix = self.episodes.prefix();
+        if records {
+            for e in built {
+                batch.put(Cf::Episodes, keys::episode_key(prefix, &e.id), e.encode());
             }
-            let staged: Vec<&Episode> = chunk.iter().filter(|e| !e.deleted).collect();
-            let snap = store.snapshot_without_postings();
-            let ctx = IndexWrite::new(store, &snap, &prefix, now_ms());
-            self.engine.commit_staged(&ctx, &staged, std::mem::take(&mut self.batch), &self.placement, &self.lock)?;
-            done += chunk.len() as u64;
-            progress(done);
         }
-        Ok(())
+        let staged: Vec<&Episode> = built.iter().filter(|e| !e.deleted).collect();
+        let snap = store.snapshot_without_postings();
+        let ctx = IndexWrite::new(store, &snap, prefix, now_ms());
+        self.engine.commit_staged(&ctx, &staged, batch, &self.placement, &self.lock)
     }
 }
 

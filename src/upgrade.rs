@@ -111,7 +111,7 @@ fn build_indexes(m: &Engine) -> Result<u64> {
 
 fn index_chunk(txn: &mut WriteTxn<'_>, chunk: &mut Vec<Episode>) -> Result<()> {
     if !chunk.is_empty() {
-        txn.commit_built(chunk, false, |_| {})?;
+        txn.commit_built(chunk, false)?;
         chunk.clear();
     }
     Ok(())
