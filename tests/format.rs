@@ -34,6 +34,7 @@ const CREATE: OpenOptions = OpenOptions {
     model_dir: None,
     embed_context: None,
     write_yield_ms: None,
+    compact_in_background: true,
 };
 const READ_ONLY: OpenOptions = OpenOptions {
     create: false,
@@ -44,6 +45,7 @@ const READ_ONLY: OpenOptions = OpenOptions {
     model_dir: None,
     embed_context: None,
     write_yield_ms: None,
+    compact_in_background: true,
 };
 
 fn hex(bytes: &[u8]) -> String {

@@ -324,15 +324,21 @@ fn fail(code: u8, message: impl Into<String>) -> Fail {
 type Outcome = Result<(), Fail>;
 
 fn open(path: &str, write: bool, create: bool) -> Result<Mnem, Fail> {
+    if write {
+        return open_writable(path, OpenOptions { create, ..OpenOptions::default() });
+    }
     if path == mnem::MEMORY_PATH {
         return Err(fail(2, "`:memory:` is not a store on disk"));
     }
-    if write {
-        let opts = OpenOptions { create, ..OpenOptions::default() };
-        return Ok(Mnem::open(path, opts)?);
-    }
     // Reading commands open a view: they work beside a process that has the store open.
     Ok(Mnem::open_view(path, OpenOptions::default())?)
+}
+
+fn open_writable(path: &str, opts: OpenOptions) -> Result<Mnem, Fail> {
+    if path == mnem::MEMORY_PATH {
+        return Err(fail(2, "`:memory:` is not a store on disk"));
+    }
+    Ok(Mnem::open(path, opts)?)
 }
 
 fn progress(what: &str) -> ProgressBar {
@@ -389,7 +395,10 @@ fn run(cmd: Command) -> Outcome {
         Command::Export { store, app, user } => export(&store.store, app.zip(user)),
         Command::Import { store } => import(&store.store),
         Command::Forget { store, ns } => {
-            let m = open(&store.store, true, false)?;
+            // The forget compacts the namespace's ranges itself; a compaction started by the
+            // opening (of level-0 files a writer left behind) would delay it, then be redone.
+            let opts = OpenOptions { compact_in_background: false, ..OpenOptions::default() };
+            let m = open_writable(&store.store, opts)?;
             let f = m.forget_namespace(&Namespace::new(ns.app, ns.user))?;
             eprintln!("forgot {} episode records", f.episodes);
             Ok(())

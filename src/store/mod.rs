@@ -71,6 +71,11 @@ pub struct OpenOptions {
     /// (`crate::priority`); None: `DEFAULT_WRITE_YIELD_MS` on a store of this process alone,
     /// 0 (never) on a shared one, whose searches and writers share the server's CPU instead.
     pub write_yield_ms: Option<u64>,
+    /// Let the storage compact its files in the background (RocksDB; on by default). A
+    /// process that opens a store for one command that compacts what it changes itself and
+    /// then closes it (the `mnem` tool's `forget`) turns this off: a compaction that the
+    /// opening starts would only make the command's own wait for it, then be redone.
+    pub compact_in_background: bool,
 }
 
 /// `OpenOptions::write_yield_ms` by default, on a store of one process.
@@ -89,6 +94,7 @@ impl Default for OpenOptions {
             model_dir: None,
             embed_context: None,
             write_yield_ms: None,
+            compact_in_background: true,
         }
     }
 }

@@ -69,6 +69,9 @@ impl Rocks {
         // Counters only (no timers or histograms): the block cache's hits and misses.
         db_opts.enable_statistics();
         db_opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
+        if !opts.compact_in_background {
+            db_opts.set_disable_auto_compactions(true);
+        }
         let (dir, lock, env) = if path == MEMORY_PATH {
             if opts.read_only {
                 return Err(Error::invalid(
@@ -419,5 +422,32 @@ pub fn storage_status(kind: &rocksdb::ErrorKind) -> Status {
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Error {
         Error::new(storage_status(&e.kind()), format!("rocksdb: {}", e.into_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Level-0 files of `index` left after six flushes (RocksDB compacts from four) once
+    /// every compaction the store would start has ended.
+    fn level0_files_after_six_flushes(compact_in_background: bool) -> u64 {
+        let opts = OpenOptions { create: true, compact_in_background, ..Default::default() };
+        let rocks = Rocks::open(MEMORY_PATH, opts, false).unwrap();
+        for i in 0..6u8 {
+            let mut b = WriteBatch::default();
+            b.put_cf(rocks.cf(Cf::Index), [i], b"v");
+            rocks.write(b).unwrap();
+            rocks.db.flush_cf(rocks.cf(Cf::Index)).unwrap();
+        }
+        rocks.db.wait_for_compact(&rocksdb::WaitForCompactOptions::default()).unwrap();
+        let files = rocks.db.property_int_value_cf(rocks.cf(Cf::Index), "rocksdb.num-files-at-level0");
+        files.unwrap().unwrap()
+    }
+
+    #[test]
+    fn compactions_in_the_background_are_the_open_options_choice() {
+        assert!(level0_files_after_six_flushes(true) < 6);
+        assert_eq!(level0_files_after_six_flushes(false), 6);
     }
 }
