@@ -13,8 +13,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Searches tracked at once; more run untracked (a writer does not wait for those).
+/// Searches tracked at once; more run untracked (a writer does not wait for those). One bit
+/// of a `u32` each, for the set a writer waits for.
 const SLOTS: usize = 32;
+const _: () = assert!(SLOTS <= u32::BITS as usize);
 /// How often a waiting writer looks again.
 const POLL: Duration = Duration::from_micros(50);
 
@@ -65,13 +67,14 @@ impl Searches {
             let start = self.slots[*i].load(Ordering::Acquire);
             start != 0 && start <= arrived
         };
-        let waiting: Vec<usize> = (0..SLOTS).filter(running).collect();
-        if waiting.is_empty() {
-            return;
-        }
+        // The slots waited for, one bit each; a slot leaves the set once its search ends.
+        let still_running =
+            |set: u32| (0..SLOTS).filter(|i| set & 1 << i != 0 && running(i)).fold(0, |s, i| s | 1 << i);
+        let mut waiting = still_running(u32::MAX);
         let deadline = Instant::now() + self.bound;
-        while waiting.iter().any(running) && Instant::now() < deadline {
+        while waiting != 0 && Instant::now() < deadline {
             std::thread::sleep(POLL);
+            waiting = still_running(waiting);
         }
     }
 }
