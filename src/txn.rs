@@ -108,11 +108,10 @@ impl<'w> WriteTxn<'w> {
     /// written, if anything. The transaction stays open for more.
     pub fn commit_built(&mut self, built: &[Episode], records: bool) -> Result<()> {
         let store = &self.engine.store;
-        let batch = std::mem::take(&mut self.batch);
+        let mut batch = std::mem::take(&mut self.batch);
         if built.is_empty() {
             return if batch.is_empty() { Ok(()) } else { self.lock.write(batch) };
         }
-        let mut batch = batch;
         let prefix = self.episodes.prefix();
         if records {
             for e in built {

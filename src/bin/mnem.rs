@@ -327,18 +327,20 @@ fn open(path: &str, write: bool, create: bool) -> Result<Mnem, Fail> {
     if write {
         return open_writable(path, OpenOptions { create, ..OpenOptions::default() });
     }
-    if path == mnem::MEMORY_PATH {
-        return Err(fail(2, "`:memory:` is not a store on disk"));
-    }
     // Reading commands open a view: they work beside a process that has the store open.
-    Ok(Mnem::open_view(path, OpenOptions::default())?)
+    Ok(Mnem::open_view(on_disk(path)?, OpenOptions::default())?)
 }
 
 fn open_writable(path: &str, opts: OpenOptions) -> Result<Mnem, Fail> {
+    Ok(Mnem::open(on_disk(path)?, opts)?)
+}
+
+/// The tool works on stores on disk only.
+fn on_disk(path: &str) -> Result<&str, Fail> {
     if path == mnem::MEMORY_PATH {
         return Err(fail(2, "`:memory:` is not a store on disk"));
     }
-    Ok(Mnem::open(path, opts)?)
+    Ok(path)
 }
 
 fn progress(what: &str) -> ProgressBar {
