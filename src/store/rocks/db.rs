@@ -116,20 +116,26 @@ impl Rocks {
         // A read-only open cannot create column families: open those that exist (an older
         // format lacks some), and let the format check say what is wrong.
         let existing = if opts.read_only { DB::list_cf(&db_opts, &dir).unwrap_or_default() } else { Vec::new() };
-        let descriptors: Vec<ColumnFamilyDescriptor> = Cf::ALL
-            .iter()
-            .map(|cf| cf.name())
-            .filter(|n| !opts.read_only || existing.iter().any(|e| e == n))
-            .map(|n| {
-                let mut cf_opts = db_opts.clone();
-                if n == Cf::Index.name() {
-                    // Most keys are postings, written in large sorted batches: a larger
-                    // memtable means fewer, larger flushes and half the compactions.
-                    cf_opts.set_write_buffer_size(32 << 20);
-                }
-                ColumnFamilyDescriptor::new(n, cf_opts)
-            })
-            .collect();
+        let mut descriptors: Vec<ColumnFamilyDescriptor> = Vec::new();
+        for n in Cf::ALL.iter().map(|cf| cf.name()).filter(|n| !opts.read_only || existing.iter().any(|e| e == n)) {
+            let mut cf_opts = db_opts.clone();
+            if n == Cf::Index.name() {
+                // Most keys are postings, written in large sorted batches: a larger
+                // memtable means fewer, larger flushes and half the compactions.
+                cf_opts.set_write_buffer_size(32 << 20);
+                // Each key of a sorted batch is inserted into the memtable from where the key
+                // before it went (one hint for every key: they all start with the same byte),
+                // climbing the skip list only as far as the keys already there between the
+                // two. Without a hint, a key that is not right after the last one inserted is
+                // searched for from the top, and the postings of one batch interleave with
+                // those of the batches before it in the memtable.
+                cf_opts = cf_opts
+                    .get_options_from_string("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1")
+                    .map_err(|e| Error::from(e).context("the index's memtable options"))?;
+                cf_opts.set_write_buffer_size(32 << 20);
+            }
+            descriptors.push(ColumnFamilyDescriptor::new(n, cf_opts));
+        }
         let db = if opts.read_only {
             DB::open_cf_descriptors_read_only(&db_opts, &dir, descriptors, false)
         } else {
@@ -443,6 +449,47 @@ mod tests {
         rocks.db.wait_for_compact(&rocksdb::WaitForCompactOptions::default()).unwrap();
         let files = rocks.db.property_int_value_cf(rocks.cf(Cf::Index), "rocksdb.num-files-at-level0");
         files.unwrap().unwrap()
+    }
+
+    /// The index's memtable inserts from a hint, and the options that carry it keep the rest
+    /// of the index's settings: its memtable size and the store's one block cache.
+    #[test]
+    fn the_index_memtable_inserts_from_a_hint_and_keeps_its_settings() {
+        let path = std::env::temp_dir().join(format!("mnem-db-hint-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        let opts = OpenOptions { create: true, ..Default::default() };
+        let budget = opts.block_cache_bytes() as u64;
+        let rocks = Rocks::open(path.to_str().unwrap(), opts, true).unwrap();
+        let cache = |cf| rocks.db.property_int_value_cf(rocks.cf(cf), "rocksdb.block-cache-capacity").unwrap();
+        assert_eq!(cache(Cf::Index), Some(budget));
+        assert_eq!(cache(Cf::Episodes), Some(budget));
+        // Keys out of order, across two writes, still read back in order.
+        for keys in [[b"k3", b"k1"], [b"k2", b"k0"]] {
+            let mut b = WriteBatch::default();
+            for k in keys {
+                b.put_cf(rocks.cf(Cf::Index), k, b"v");
+            }
+            rocks.write(b).unwrap();
+        }
+        let read: Vec<Vec<u8>> = rocks
+            .db
+            .iterator_cf(rocks.cf(Cf::Index), rocksdb::IteratorMode::Start)
+            .map(|kv| kv.unwrap().0.to_vec())
+            .collect();
+        assert_eq!(read, [b"k0", b"k1", b"k2", b"k3"].map(|k| k.to_vec()));
+        let options = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
+            .max()
+            .unwrap();
+        let text = std::fs::read_to_string(options).unwrap();
+        let index = &text[text.find("[CFOptions \"index\"]").unwrap()..];
+        let index = &index[..index.find("[TableOptions").unwrap()];
+        assert!(index.contains("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1"));
+        assert!(index.contains("write_buffer_size=33554432"));
+        drop(rocks);
+        std::fs::remove_dir_all(&path).unwrap();
     }
 
     #[test]
