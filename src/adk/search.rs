@@ -16,7 +16,7 @@ use super::index::{self, Entry, MAX_RESULTS};
 use super::tokenizer;
 use crate::error::{Error, Result};
 use crate::store::StoreIter;
-use crate::store::{Cf, Snapshot, Store};
+use crate::store::{Cf, Extent, Snapshot, Store};
 use std::collections::VecDeque;
 
 /// Postings a cursor steps over with `next` before it seeks instead (a seek costs a few
@@ -33,7 +33,7 @@ struct Cursor<'s> {
 impl<'s> Cursor<'s> {
     /// A cursor on each of `prefixes`, opened at once (one round trip on a networked store).
     fn open_all(store: &'s Store, snap: &'s Snapshot<'s>, prefixes: Vec<Vec<u8>>, now: i64) -> Result<Vec<Cursor<'s>>> {
-        let its = store.prefix_iters(snap, Cf::Index, &prefixes);
+        let its = store.prefix_iters(snap, Cf::Index, &prefixes, Extent::Start);
         its.into_iter()
             .zip(prefixes)
             .map(|(it, prefix)| {

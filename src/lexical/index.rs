@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::keys::{self, index_tag};
 use crate::record::Episode;
 use crate::store::Batch;
-use crate::store::{Cf, Snapshot, Store, StoreIter};
+use crate::store::{Cf, Extent, Snapshot, Store, StoreIter};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use uuid::Uuid;
 
@@ -387,7 +387,12 @@ pub(crate) fn rank(
     let expiring = keys::index_key(prefix, EXPIRING, &[]);
     let term_prefixes: Vec<Vec<u8>> = terms.iter().map(|t| term_prefix(prefix, t)).collect();
     let mut lists = store
-        .prefix_iters(snap, Cf::Index, &[&[counter.clone(), expiring.clone()][..], &term_prefixes].concat())
+        .prefix_iters(
+            snap,
+            Cf::Index,
+            &[&[counter.clone(), expiring.clone()][..], &term_prefixes].concat(),
+            Extent::Whole,
+        )
         .into_iter();
     let counter_it = lists.next().expect("one cursor per prefix");
     let expiring_it = lists.next().expect("one cursor per prefix");

@@ -380,6 +380,15 @@ pub(crate) struct BackendStats {
     pub journal_replayed: u64,
 }
 
+/// How much of each list a reader of several key prefixes reads (`View::cursors`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Extent {
+    /// Every key (a BM25 ranking reads whole posting lists).
+    Whole,
+    /// The start, then it seeks forward (a top 10 that skips postings it cannot use).
+    Start,
+}
+
 /// A consistent read view of a backend.
 pub(crate) trait View {
     fn get(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -391,8 +400,9 @@ pub(crate) trait View {
     /// The keys of `cf` that start with `prefix`, in key order (positioned by `seek`).
     fn cursor(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_>;
     /// A cursor for each of `prefixes`, positioned at its first key: one round trip where the
-    /// backend is remote (a search opens all its posting lists at once).
-    fn cursors(&self, cf: Cf, prefixes: &[Vec<u8>]) -> Vec<Box<dyn Cursor + '_>> {
+    /// backend is remote (a search opens all its posting lists at once), which reads as much
+    /// of each list as `extent` says the caller will read.
+    fn cursors(&self, cf: Cf, prefixes: &[Vec<u8>], _extent: Extent) -> Vec<Box<dyn Cursor + '_>> {
         prefixes
             .iter()
             .map(|p| {
@@ -624,8 +634,9 @@ impl Store {
         snap: &'s Snapshot<'s>,
         cf: Cf,
         prefixes: &[Vec<u8>],
+        extent: Extent,
     ) -> Vec<StoreIter<'s>> {
-        snap.view.cursors(cf, prefixes).into_iter().map(|cursor| StoreIter { cursor }).collect()
+        snap.view.cursors(cf, prefixes, extent).into_iter().map(|cursor| StoreIter { cursor }).collect()
     }
 
     /// Call `f(suffix, value)` for each key of `cf` that starts with `prefix` (`suffix`: the

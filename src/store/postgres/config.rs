@@ -7,11 +7,11 @@
 
 use crate::error::{Error, Result};
 use percent_encoding::percent_decode_str;
-use postgres::config::SslMode;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
+use tokio_postgres::config::SslMode;
 
 /// The schema a store lives in when the URI names none.
 pub const DEFAULT_SCHEMA: &str = "mnem";
@@ -31,7 +31,7 @@ pub enum Verify {
 }
 
 pub struct PgConfig {
-    pub client: postgres::Config,
+    pub client: tokio_postgres::Config,
     pub verify: Verify,
     /// `sslrootcert`: the CA file certificates are checked against.
     pub root_cert: Option<PathBuf>,
@@ -229,7 +229,7 @@ pub fn parse(uri: &str) -> Result<PgConfig> {
         .collect();
     let base = if rest.is_empty() { head.to_string() } else { format!("{head}?{}", rest.join("&")) };
     let mut client =
-        postgres::Config::from_str(&base).map_err(|e| Error::invalid(format!("PostgreSQL URI {shown}: {e}")))?;
+        tokio_postgres::Config::from_str(&base).map_err(|e| Error::invalid(format!("PostgreSQL URI {shown}: {e}")))?;
     client.ssl_mode(mode);
     if client.get_hosts().is_empty() {
         let hosts = env("PGHOST").unwrap_or_else(|| "/var/run/postgresql".into());
@@ -253,7 +253,7 @@ pub fn parse(uri: &str) -> Result<PgConfig> {
         }
     }
     if client.get_application_name().is_none() {
-        client.application_name(&env("PGAPPNAME").unwrap_or_else(|| "mnem".into()));
+        client.application_name(env("PGAPPNAME").unwrap_or_else(|| "mnem".into()));
     }
     if client.get_connect_timeout().is_none() {
         let secs = match env("PGCONNECT_TIMEOUT") {
@@ -271,7 +271,7 @@ pub fn parse(uri: &str) -> Result<PgConfig> {
             let db = client.get_dbname().unwrap_or(&user).to_string();
             let port = client.get_ports().first().copied().unwrap_or(5432);
             let host = match client.get_hosts().first() {
-                Some(postgres::config::Host::Tcp(h)) => h.clone(),
+                Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
                 _ => "localhost".to_string(),
             };
             if let Some(p) = file.and_then(|f| passfile_password(&f, &host, port, &db, &user)) {

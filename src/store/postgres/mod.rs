@@ -32,19 +32,18 @@ use crate::error::{Error, Result, Status};
 use crate::keys;
 use crate::store::runs::RunOps;
 use crate::store::{
-    Backend, BackendStats, BatchOps, Cf, Cursor, KeyRange, NamespaceLock, Op, OpenOptions, View, Visit,
+    Backend, BackendStats, BatchOps, Cf, Cursor, Extent, KeyRange, NamespaceLock, Op, OpenOptions, View, Visit,
 };
 use config::{PgConfig, Verify};
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
-use postgres::error::SqlState;
-use postgres::SimpleQueryMessage;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Row, SimpleQueryMessage};
 // Every statement names its parameters' types (`session` prepares it with them).
-use postgres::types::Type;
 use postgres_openssl::MakeTlsConnector;
-use r2d2_postgres::PostgresConnectionManager;
-use session::{Manager, Tx};
+use session::{ConnectError, Manager, Params, Session, Tx};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
+use tokio_postgres::types::Type;
 
 type Pool = r2d2::Pool<Manager>;
 type Conn = r2d2::PooledConnection<Manager>;
@@ -54,6 +53,10 @@ const ROWS_PER_STATEMENT: usize = 5_000;
 /// A cursor's first page, and its largest (pages double between them).
 const FIRST_PAGE: i64 = 256;
 const LAST_PAGE: i64 = 4_096;
+/// The pages of a reader of whole lists (`Extent::Whole`): a round trip costs more than
+/// reading rows ahead that are read anyway, but the rows a statement holds are bounded.
+const WHOLE_PAGE: i64 = 16_384;
+const WHOLE_ROWS: i64 = 65_536;
 const BYTEA: Type = Type::BYTEA;
 const BYTEA_ARRAY: Type = Type::BYTEA_ARRAY;
 const INT8: Type = Type::INT8;
@@ -76,7 +79,7 @@ fn ns_of(cf: Cf, key: &[u8]) -> &[u8] {
 }
 
 /// The status a client error becomes: what the caller can do about it decides.
-fn status_of(e: &postgres::Error) -> Status {
+fn status_of(e: &tokio_postgres::Error) -> Status {
     let Some(db) = e.as_db_error() else {
         // The connection closed or could not be made: the server is down or failing over.
         return Status::Busy;
@@ -107,14 +110,14 @@ fn status_of(e: &postgres::Error) -> Status {
 /// The session behind a connection is gone: closed by the server (a restart, a failover, a
 /// terminated backend: its last word is 57P01 or 57P02) or by the network (an I/O error). Not
 /// a client-side error such as a value that does not convert, which no retry mends.
-fn session_gone(e: &postgres::Error) -> bool {
+fn session_gone(e: &tokio_postgres::Error) -> bool {
     match e.as_db_error() {
         Some(db) => *db.code() == SqlState::ADMIN_SHUTDOWN || *db.code() == SqlState::CRASH_SHUTDOWN,
         None => e.is_closed() || std::error::Error::source(e).is_some_and(|c| c.is::<std::io::Error>()),
     }
 }
 
-fn pg_error(e: postgres::Error) -> Error {
+fn pg_error(e: tokio_postgres::Error) -> Error {
     let status = status_of(&e);
     let hint = match status {
         Status::Busy => " (retry: the server is busy, restarting or failing over)",
@@ -137,7 +140,7 @@ fn pg_error(e: postgres::Error) -> Error {
     Error::new(status, format!("postgresql: {text}{hint}"))
 }
 
-fn is_unique_violation(e: &postgres::Error) -> bool {
+fn is_unique_violation(e: &tokio_postgres::Error) -> bool {
     e.as_db_error().is_some_and(|db| *db.code() == SqlState::UNIQUE_VIOLATION)
 }
 
@@ -148,7 +151,7 @@ fn pool_error(e: r2d2::Error) -> Error {
 struct PgBackend {
     pool: Pool,
     /// How the pool connects: used once more when it cannot, for the server's own reason.
-    client: postgres::Config,
+    client: tokio_postgres::Config,
     tls: MakeTlsConnector,
     schema: String,
     shown: String,
@@ -185,16 +188,20 @@ pub(crate) fn open(uri: &str, opts: OpenOptions) -> Result<Box<dyn Backend>> {
     // over them; a plan cached while a table was small (a hash join over a sequential scan)
     // once made the writers' reads of a growing table take 5 ms and more (BENCHMARKS.md). Without
     // sequential scans a plan's estimated cost can pass `jit_above_cost`, and compiling
-    // takes milliseconds that statements this short never win back: no JIT.
+    // takes milliseconds that statements this short never win back: no JIT. For the same
+    // reason one generic plan serves every call of a prepared statement: by default the
+    // server plans each of its first calls again for the values bound, and keeps doing so
+    // when the generic plan's estimate looks worse, which a search's statements, bound to
+    // arrays, did on every call (0.1-0.2 ms of planning per statement in the server's log).
     // The URI's own `options` come after, so that they win.
     let own = client.get_options().map(|o| format!(" {o}")).unwrap_or_default();
-    client.options(&format!(
+    client.options(format!(
         "-c statement_timeout={} -c lock_timeout={} -c enable_seqscan=off -c enable_hashjoin=off \
-         -c enable_mergejoin=off -c jit=off{own}",
+         -c enable_mergejoin=off -c jit=off -c plan_cache_mode=force_generic_plan{own}",
         c.statement_timeout_ms, c.statement_timeout_ms
     ));
     let tls = tls(&c)?;
-    let manager = Manager(PostgresConnectionManager::new(client.clone(), tls.clone()));
+    let manager = Manager { config: client.clone(), tls: tls.clone() };
     let pool = r2d2::Pool::builder()
         .max_size(c.pool_size)
         .min_idle(Some(0))
@@ -212,8 +219,9 @@ impl PgBackend {
         self.pool.get().map_err(|e| {
             // The pool says only that it timed out: one direct attempt gives the reason
             // (authentication, TLS, an unknown database, a refused connection).
-            let why = match self.client.connect(self.tls.clone()) {
-                Err(direct) => pg_error(direct),
+            let why = match Session::connect(&self.client, self.tls.clone()) {
+                Err(ConnectError::Server(direct)) => pg_error(direct),
+                Err(e @ ConnectError::Runtime(_)) => Error::new(Status::Io, format!("postgresql: {e}")),
                 Ok(_) => pool_error(e),
             };
             why.context(&self.shown)
@@ -236,7 +244,7 @@ impl PgBackend {
     /// statements that change nothing lasting (BEGIN, reads, taking a session lock).
     fn conn_with<T>(
         &self,
-        mut first: impl FnMut(&mut Conn) -> std::result::Result<T, postgres::Error>,
+        mut first: impl FnMut(&mut Conn) -> std::result::Result<T, tokio_postgres::Error>,
     ) -> Result<(Conn, T)> {
         let mut tries = 0;
         loop {
@@ -548,25 +556,43 @@ struct PgView<'b> {
 }
 
 impl PgView<'_> {
-    fn with<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+    /// The rows of the prepared statement `sql`, read in the view's snapshot. The first read
+    /// begins the snapshot in the same round trip (and reads the write sequence when it is
+    /// wanted, in a transaction that ends before the snapshot's begins, so that the snapshot
+    /// holds every write it counts).
+    fn rows(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>> {
         let mut slot = self.conn.borrow_mut();
-        if slot.is_none() {
-            let c = if crate::store::sequence_wanted() {
-                // The write sequence, in a transaction that ends before the snapshot's begins
-                // (so that the snapshot holds every write it counts), in the same round trip.
-                let sql = format!("BEGIN; {}; COMMIT; {BEGIN_READ}", self.backend.sequence_sql());
-                let (c, replies) = self.backend.conn_with(|c| c.simple_query(&sql))?;
-                match sequence_of(&replies) {
-                    Some(v) => crate::store::note_sequence(v),
-                    None => return Err(Error::corruption("postgresql: the write sequence reads as no number")),
-                }
-                c
-            } else {
-                self.backend.conn_with(|c| c.batch_execute(BEGIN_READ))?.0
-            };
-            *slot = Some(c);
+        if let Some(c) = slot.as_mut() {
+            return c.query(sql, params).map_err(pg_error);
         }
-        f(slot.as_mut().expect("set above"))
+        let wanted = crate::store::sequence_wanted();
+        let begin = if wanted {
+            format!("BEGIN; {}; COMMIT; {BEGIN_READ}", self.backend.sequence_sql())
+        } else {
+            BEGIN_READ.to_string()
+        };
+        let mut tries = 0;
+        let (c, replies, rows) = loop {
+            let mut c = self.backend.conn()?;
+            match c.begin_then_query(&begin, sql, params) {
+                Ok((replies, rows)) => break (c, replies, rows),
+                // A pooled session the server closed: nothing ran, another may serve.
+                Err(e) if session_gone(&e) && tries < self.backend.pool.max_size() => tries += 1,
+                Err(e) => {
+                    // The snapshot may have begun: it must not go back to the pool open.
+                    let _ = c.batch_execute("ROLLBACK");
+                    return Err(pg_error(e));
+                }
+            }
+        };
+        if wanted {
+            match sequence_of(&replies) {
+                Some(v) => crate::store::note_sequence(v),
+                None => return Err(Error::corruption("postgresql: the write sequence reads as no number")),
+            }
+        }
+        *slot = Some(c);
+        Ok(rows)
     }
 
     /// Up to `limit` rows of `cf` from `start` (inclusive), below `upper`, in key order.
@@ -577,31 +603,28 @@ impl PgView<'_> {
         // a distributed table routes to one shard.
         let one_ns =
             !ns.is_empty() && upper.is_some_and(|u| keys::prefix_successor(ns).is_some_and(|e| u <= e.as_slice()));
-        self.with(|c| {
-            let rows = if one_ns {
-                let sql = format!(
-                    "SELECT key, value FROM {t} WHERE ns = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4"
-                );
-                c.query(&sql, &[(&ns, BYTEA), (&start, BYTEA), (&upper.expect("one_ns"), BYTEA), (&limit, INT8)])
-            } else {
-                // `(ns, key) >= (ns of start, start)` lets the primary key's order answer.
-                let lower_ns: &[u8] = if ns.is_empty() { start } else { ns };
-                let sql = format!(
-                    "SELECT key, value FROM {t} WHERE (ns, key) >= ($1, $2) AND key >= $2 AND ($3::bytea IS NULL OR key < $3) \
-                     ORDER BY ns, key LIMIT $4"
-                );
-                c.query(&sql, &[(&lower_ns, BYTEA), (&start, BYTEA), (&upper, BYTEA), (&limit, INT8)])
-            }
-            .map_err(pg_error)?;
-            Ok(rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))).collect())
-        })
+        let rows = if one_ns {
+            let sql =
+                format!("SELECT key, value FROM {t} WHERE ns = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4");
+            self.rows(&sql, &[(&ns, BYTEA), (&start, BYTEA), (&upper.expect("one_ns"), BYTEA), (&limit, INT8)])
+        } else {
+            // `(ns, key) >= (ns of start, start)` lets the primary key's order answer.
+            let lower_ns: &[u8] = if ns.is_empty() { start } else { ns };
+            let sql = format!(
+                "SELECT key, value FROM {t} WHERE (ns, key) >= ($1, $2) AND key >= $2 AND ($3::bytea IS NULL OR key < $3) \
+                 ORDER BY ns, key LIMIT $4"
+            );
+            self.rows(&sql, &[(&lower_ns, BYTEA), (&start, BYTEA), (&upper, BYTEA), (&limit, INT8)])
+        }?;
+        Ok(rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))).collect())
     }
 }
 
 impl Drop for PgView<'_> {
     fn drop(&mut self) {
         if let Some(mut c) = self.conn.get_mut().take() {
-            let _ = c.batch_execute("ROLLBACK");
+            // Nothing to learn from the answer: a read-only snapshot changed nothing.
+            c.send_unanswered("ROLLBACK");
         }
     }
 }
@@ -609,10 +632,8 @@ impl Drop for PgView<'_> {
 impl View for PgView<'_> {
     fn get(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let sql = format!("SELECT value FROM {} WHERE ns = $1 AND key = $2", self.backend.t(cf));
-        self.with(|c| {
-            let row = c.query_opt(&sql, &[(&ns_of(cf, key), BYTEA), (&key, BYTEA)]).map_err(pg_error)?;
-            Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
-        })
+        let rows = self.rows(&sql, &[(&ns_of(cf, key), BYTEA), (&key, BYTEA)])?;
+        Ok(rows.into_iter().next().map(|r| r.get::<_, Vec<u8>>(0)))
     }
 
     fn multi_get(&self, cf: Cf, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -626,39 +647,35 @@ impl View for PgView<'_> {
         );
         let ns: Vec<&[u8]> = keys.iter().map(|k| ns_of(cf, k)).collect();
         let ks: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        self.with(|c| {
-            let mut out = vec![None; keys.len()];
-            for r in c.query(&sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)]).map_err(pg_error)? {
-                let i: i64 = r.get(0);
-                out[(i - 1) as usize] = Some(r.get::<_, Vec<u8>>(1));
-            }
-            Ok(out)
-        })
+        let mut out = vec![None; keys.len()];
+        for r in self.rows(&sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)])? {
+            let i: i64 = r.get(0);
+            out[(i - 1) as usize] = Some(r.get::<_, Vec<u8>>(1));
+        }
+        Ok(out)
     }
 
     fn cursor(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_> {
-        Box::new(PgCursor {
-            view: self,
-            cf,
-            prefix: prefix.to_vec(),
-            upper: keys::prefix_successor(prefix),
-            rows: Vec::new(),
-            from: None,
-            at: 0,
-            more: false,
-            page: FIRST_PAGE,
-            error: None,
-        })
+        Box::new(self.new_cursor(cf, prefix, FIRST_PAGE))
     }
 
     /// The first page of every prefix in one statement, when they are all of one namespace
-    /// (a search's posting lists): a lateral join, one index range scan per prefix.
-    fn cursors(&self, cf: Cf, prefixes: &[Vec<u8>]) -> Vec<Box<dyn Cursor + '_>> {
+    /// (a search's posting lists): a lateral join, one index range scan per prefix. A reader
+    /// of whole lists gets pages as long as `WHOLE_PAGE` (most lists in that one round trip),
+    /// within `WHOLE_ROWS` for the statement.
+    fn cursors(&self, cf: Cf, prefixes: &[Vec<u8>], extent: Extent) -> Vec<Box<dyn Cursor + '_>> {
+        let (first, later) = match extent {
+            Extent::Whole => {
+                let each = (WHOLE_ROWS / prefixes.len().max(1) as i64).clamp(FIRST_PAGE, WHOLE_PAGE);
+                (each, WHOLE_PAGE)
+            }
+            Extent::Start => (FIRST_PAGE, (FIRST_PAGE * 2).min(LAST_PAGE)),
+        };
         let ns = prefixes.first().map_or(&[][..], |p| ns_of(cf, p));
         let uppers: Option<Vec<Vec<u8>>> = prefixes.iter().map(|p| keys::prefix_successor(p)).collect();
         let one_ns = prefixes.len() > 1 && !ns.is_empty() && prefixes.iter().all(|p| ns_of(cf, p) == ns);
         let (Some(uppers), true) = (uppers, one_ns) else {
-            return prefixes.iter().map(|p| self.opened(cf, p)).collect();
+            return prefixes.iter().map(|p| self.opened(cf, p, first)).collect();
         };
         let t = self.backend.t(cf);
         let sql = format!(
@@ -669,16 +686,13 @@ impl View for PgView<'_> {
         let lo: Vec<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
         let hi: Vec<&[u8]> = uppers.iter().map(Vec::as_slice).collect();
         let mut pages: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); prefixes.len()];
-        let read = self.with(|c| {
-            let rows = c
-                .query(&sql, &[(&ns, BYTEA), (&lo, BYTEA_ARRAY), (&hi, BYTEA_ARRAY), (&FIRST_PAGE, INT8)])
-                .map_err(pg_error)?;
-            for r in rows {
-                let i: i64 = r.get(0);
-                pages[(i - 1) as usize].push((r.get(1), r.get(2)));
-            }
-            Ok(())
-        });
+        let read =
+            self.rows(&sql, &[(&ns, BYTEA), (&lo, BYTEA_ARRAY), (&hi, BYTEA_ARRAY), (&first, INT8)]).map(|rows| {
+                for r in rows {
+                    let i: i64 = r.get(0);
+                    pages[(i - 1) as usize].push((r.get(1), r.get(2)));
+                }
+            });
         prefixes
             .iter()
             .zip(uppers)
@@ -690,11 +704,11 @@ impl View for PgView<'_> {
                     cf,
                     prefix: prefix.clone(),
                     upper: Some(upper),
-                    more: rows.len() as i64 == FIRST_PAGE,
+                    more: rows.len() as i64 == first,
                     rows,
                     from: Some(prefix.clone()),
                     at: 0,
-                    page: (FIRST_PAGE * 2).min(LAST_PAGE),
+                    page: later,
                     error,
                 }) as Box<dyn Cursor + '_>
             })
@@ -703,10 +717,25 @@ impl View for PgView<'_> {
 }
 
 impl PgView<'_> {
-    fn opened(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_> {
-        let mut c = self.cursor(cf, prefix);
+    fn opened(&self, cf: Cf, prefix: &[u8], page: i64) -> Box<dyn Cursor + '_> {
+        let mut c = self.new_cursor(cf, prefix, page);
         c.seek(prefix);
-        c
+        Box::new(c)
+    }
+
+    fn new_cursor(&self, cf: Cf, prefix: &[u8], page: i64) -> PgCursor<'_> {
+        PgCursor {
+            view: self,
+            cf,
+            prefix: prefix.to_vec(),
+            upper: keys::prefix_successor(prefix),
+            rows: Vec::new(),
+            from: None,
+            at: 0,
+            more: false,
+            page,
+            error: None,
+        }
     }
 }
 
@@ -741,7 +770,8 @@ impl PgCursor<'_> {
             }
         }
         self.at = 0;
-        self.page = (self.page * 2).min(LAST_PAGE);
+        // Pages grow to `LAST_PAGE`; a reader's longer pages stay as they are.
+        self.page = self.page.max((self.page * 2).min(LAST_PAGE));
     }
 }
 

@@ -1,16 +1,24 @@
-//! A pooled session with the statements prepared on it.
+//! A pooled session: one connection, driven by a single-threaded runtime of its own, with
+//! the statements prepared on it.
 //!
 //! A statement sent with its text is parsed and planned again on every call: in the server's
 //! log of a short search, parse and bind (planning) took longer than the executions, and in
-//! a profile of an ingest they were 6% of the machine. Each session therefore prepares a statement the first
-//! time it runs it and then only binds and executes it (the same single round trip).
+//! a profile of an ingest they were 6% of the machine. Each session therefore prepares a
+//! statement the first time it runs it and then only binds and executes it.
+//!
+//! The asynchronous client (`tokio_postgres`) sends every request it is given before it reads
+//! an answer, so requests made together share one round trip (`begin_then_query`: a read's
+//! `BEGIN` and its first statement). Its runtime runs only inside a call, on the caller's
+//! thread: the caller sees a blocking client, as with the `postgres` crate, which wraps the
+//! same client the same way but sends one request at a time.
 
-use postgres::types::{ToSql, Type};
-use postgres::{Client, GenericClient, Row, Statement, Transaction};
-use r2d2_postgres::PostgresConnectionManager;
+use postgres_openssl::MakeTlsConnector;
 use std::collections::HashMap;
-
-type Inner = PostgresConnectionManager<postgres_openssl::MakeTlsConnector>;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::task::Poll;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Config, Error, Row, SimpleQueryMessage, Statement};
 
 /// A statement's parameters, each with its type.
 pub(super) type Params<'p> = [(&'p (dyn ToSql + Sync), Type)];
@@ -19,48 +27,94 @@ pub(super) type Params<'p> = [(&'p (dyn ToSql + Sync), Type)];
 /// so this bound is only a guard.
 const MAX_PREPARED: usize = 256;
 
+/// The connection's side of the client: reads answers and writes requests while polled.
+type Driver = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
+
+/// A runtime and the connection it drives.
+struct Io {
+    runtime: tokio::runtime::Runtime,
+    connection: Driver,
+    /// The connection's future has finished (the session is closed): never polled again.
+    ended: bool,
+}
+
+impl Io {
+    /// Run `f` to its end, driving the connection meanwhile. A connection that fails while
+    /// `f` waits makes `f`'s answer its error (the server's last word, when it sent one).
+    fn block_on<T>(&mut self, f: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        let mut f = pin!(f);
+        let (connection, ended) = (&mut self.connection, &mut self.ended);
+        self.runtime.block_on(poll_fn(|cx| {
+            if !*ended {
+                if let Poll::Ready(r) = connection.as_mut().poll(cx) {
+                    *ended = true;
+                    r?;
+                }
+            }
+            f.as_mut().poll(cx)
+        }))
+    }
+}
+
 /// What the pool hands out: a session and its prepared statements.
 pub(super) struct Session {
     client: Client,
+    io: Io,
     prepared: HashMap<String, Statement>,
 }
 
-/// Connects sessions for the pool (`r2d2_postgres` for the connection itself).
-pub(super) struct Manager(pub(super) Inner);
+/// Why a session could not be made.
+#[derive(Debug)]
+pub(super) enum ConnectError {
+    /// The server, the network or TLS: the client's error.
+    Server(Error),
+    /// No runtime for the session (the process is out of file descriptors or threads).
+    Runtime(std::io::Error),
+}
 
-impl r2d2::ManageConnection for Manager {
-    type Connection = Session;
-    type Error = postgres::Error;
-
-    fn connect(&self) -> Result<Session, postgres::Error> {
-        Ok(Session { client: self.0.connect()?, prepared: HashMap::new() })
-    }
-
-    fn is_valid(&self, s: &mut Session) -> Result<(), postgres::Error> {
-        self.0.is_valid(&mut s.client)
-    }
-
-    fn has_broken(&self, s: &mut Session) -> bool {
-        self.0.has_broken(&mut s.client)
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Server(e) => e.fmt(f),
+            ConnectError::Runtime(e) => write!(f, "no runtime for a connection: {e}"),
+        }
     }
 }
 
-fn statement<C: GenericClient>(
-    prepared: &mut HashMap<String, Statement>,
-    client: &mut C,
-    sql: &str,
-    params: &Params<'_>,
-) -> Result<Statement, postgres::Error> {
-    if let Some(s) = prepared.get(sql) {
-        return Ok(s.clone());
+impl std::error::Error for ConnectError {}
+
+impl Session {
+    /// A new session on the server `config` names.
+    pub fn connect(config: &Config, tls: MakeTlsConnector) -> Result<Session, ConnectError> {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ConnectError::Runtime)?;
+        let (client, connection) = runtime.block_on(config.connect(tls)).map_err(ConnectError::Server)?;
+        let io = Io { runtime, connection: Box::pin(connection), ended: false };
+        Ok(Session { client, io, prepared: HashMap::new() })
     }
-    let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
-    let s = client.prepare_typed(sql, &types)?;
-    if prepared.len() >= MAX_PREPARED {
-        prepared.clear();
+}
+
+/// Connects sessions for the pool.
+pub(super) struct Manager {
+    pub config: Config,
+    pub tls: MakeTlsConnector,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = Session;
+    type Error = ConnectError;
+
+    fn connect(&self) -> Result<Session, ConnectError> {
+        Session::connect(&self.config, self.tls.clone())
     }
-    prepared.insert(sql.to_owned(), s.clone());
-    Ok(s)
+
+    fn is_valid(&self, s: &mut Session) -> Result<(), ConnectError> {
+        s.simple_query("").map(|_| ()).map_err(ConnectError::Server)
+    }
+
+    fn has_broken(&self, s: &mut Session) -> bool {
+        s.io.ended || s.client.is_closed()
+    }
 }
 
 fn values<'p>(params: &'p Params<'p>) -> Vec<&'p (dyn ToSql + Sync)> {
@@ -68,58 +122,135 @@ fn values<'p>(params: &'p Params<'p>) -> Vec<&'p (dyn ToSql + Sync)> {
 }
 
 impl Session {
-    pub fn query(&mut self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, postgres::Error> {
-        let s = statement(&mut self.prepared, &mut self.client, sql, params)?;
-        self.client.query(&s, &values(params))
+    /// `sql` prepared on this session (prepared now, the first time).
+    fn statement(&mut self, sql: &str, params: &Params<'_>) -> Result<Statement, Error> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+        let s = self.io.block_on(self.client.prepare_typed(sql, &types))?;
+        if self.prepared.len() >= MAX_PREPARED {
+            self.prepared.clear();
+        }
+        self.prepared.insert(sql.to_owned(), s.clone());
+        Ok(s)
     }
 
-    pub fn query_opt(&mut self, sql: &str, params: &Params<'_>) -> Result<Option<Row>, postgres::Error> {
-        let s = statement(&mut self.prepared, &mut self.client, sql, params)?;
-        self.client.query_opt(&s, &values(params))
+    pub fn query(&mut self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, Error> {
+        let s = self.statement(sql, params)?;
+        self.io.block_on(self.client.query(&s, &values(params)))
     }
 
-    pub fn query_one(&mut self, sql: &str, params: &Params<'_>) -> Result<Row, postgres::Error> {
-        let s = statement(&mut self.prepared, &mut self.client, sql, params)?;
-        self.client.query_one(&s, &values(params))
+    pub fn query_one(&mut self, sql: &str, params: &Params<'_>) -> Result<Row, Error> {
+        let s = self.statement(sql, params)?;
+        self.io.block_on(self.client.query_one(&s, &values(params)))
     }
 
-    pub fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64, postgres::Error> {
-        let s = statement(&mut self.prepared, &mut self.client, sql, params)?;
-        self.client.execute(&s, &values(params))
+    pub fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64, Error> {
+        let s = self.statement(sql, params)?;
+        self.io.block_on(self.client.execute(&s, &values(params)))
     }
 
     /// Statements without parameters, sent as text (transaction control, DDL).
-    pub fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
-        self.client.batch_execute(sql)
+    pub fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
+        self.io.block_on(self.client.batch_execute(sql))
     }
 
     /// Statements without parameters, sent as text in one round trip, with their rows.
-    pub fn simple_query(&mut self, sql: &str) -> Result<Vec<postgres::SimpleQueryMessage>, postgres::Error> {
-        self.client.simple_query(sql)
+    pub fn simple_query(&mut self, sql: &str) -> Result<Vec<SimpleQueryMessage>, Error> {
+        self.io.block_on(self.client.simple_query(sql))
     }
 
-    pub fn transaction(&mut self) -> Result<Tx<'_>, postgres::Error> {
-        Ok(Tx { tx: self.client.transaction()?, prepared: &mut self.prepared })
+    /// `text` (statements without parameters, a transaction's beginning) and then the
+    /// prepared statement `sql`, sent together: one round trip. `text`'s error comes first
+    /// (`sql` then fails for it too).
+    pub fn begin_then_query(
+        &mut self,
+        text: &str,
+        sql: &str,
+        params: &Params<'_>,
+    ) -> Result<(Vec<SimpleQueryMessage>, Vec<Row>), Error> {
+        let s = self.statement(sql, params)?;
+        let values = values(params);
+        let (client, io) = (&self.client, &mut self.io);
+        let mut first = pin!(client.simple_query(text));
+        let mut second = pin!(client.query(&s, &values));
+        let (mut a, mut b) = (None, None);
+        // Both are polled before either waits, so both requests go out before an answer is
+        // read; their answers come back in the order they were sent.
+        io.block_on(poll_fn(|cx| {
+            if a.is_none() {
+                if let Poll::Ready(r) = first.as_mut().poll(cx) {
+                    a = Some(r);
+                }
+            }
+            if b.is_none() {
+                if let Poll::Ready(r) = second.as_mut().poll(cx) {
+                    b = Some(r);
+                }
+            }
+            match (a.take(), b.take()) {
+                (Some(x), Some(y)) => Poll::Ready(Ok((x, y))),
+                (x, y) => {
+                    (a, b) = (x, y);
+                    Poll::Pending
+                }
+            }
+        }))
+        .and_then(|(x, y)| Ok((x?, y?)))
+    }
+
+    /// Send `sql` (statements without parameters) without waiting for its answer, which the
+    /// session's next call reads past. For the end of a read-only snapshot, whose answer
+    /// changes nothing for the caller: the statement is written to the connection now (so
+    /// the server ends the transaction at once, not at the session's next use), and a
+    /// failure shows at that next use as a closed session.
+    pub fn send_unanswered(&mut self, sql: &str) {
+        let mut request = pin!(self.client.batch_execute(sql));
+        let (connection, ended) = (&mut self.io.connection, &mut self.io.ended);
+        self.io.runtime.block_on(poll_fn(|cx| {
+            // The first poll queues the request; the connection's then writes it.
+            let _ = request.as_mut().poll(cx);
+            if !*ended && connection.as_mut().poll(cx).is_ready() {
+                *ended = true;
+            }
+            Poll::Ready(())
+        }));
+    }
+
+    /// A transaction, rolled back unless committed.
+    pub fn transaction(&mut self) -> Result<Tx<'_>, Error> {
+        self.batch_execute("BEGIN")?;
+        Ok(Tx { session: self, open: true })
     }
 }
 
 /// A transaction on a session, its statements prepared as the session's are.
 pub(super) struct Tx<'a> {
-    tx: Transaction<'a>,
-    prepared: &'a mut HashMap<String, Statement>,
+    session: &'a mut Session,
+    open: bool,
 }
 
 impl Tx<'_> {
-    pub fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64, postgres::Error> {
-        let s = statement(self.prepared, &mut self.tx, sql, params)?;
-        self.tx.execute(&s, &values(params))
+    pub fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64, Error> {
+        self.session.execute(sql, params)
     }
 
-    pub fn batch_execute(&mut self, sql: &str) -> Result<(), postgres::Error> {
-        self.tx.batch_execute(sql)
+    pub fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
+        self.session.batch_execute(sql)
     }
 
-    pub fn commit(self) -> Result<(), postgres::Error> {
-        self.tx.commit()
+    pub fn commit(mut self) -> Result<(), Error> {
+        self.open = false;
+        self.session.batch_execute("COMMIT")
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // A session whose rollback fails is broken, and the pool drops it.
+            let _ = self.session.batch_execute("ROLLBACK");
+        }
     }
 }
