@@ -13,7 +13,7 @@ import mnem  # noqa: E402
 server = os.environ["MNEM_PG_URI"]
 sessions = B.load(os.environ.get("CORPUS", "/tmp/pgbench-corpus.jsonl"), 100000)
 qs = B.queries(sessions, 60)
-store = mnem.Store(B.with_schema(server, "pgbench_kw") + os.environ.get("X", ""))
+store = mnem.Store(B.with_schema(server, "pgbench_kw"))
 conn = B.peer_connect(server)
 sql = B.PEER_QUERY.format(schema="pgbench_kw_peer")
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5

@@ -265,6 +265,41 @@ fn the_uris_options_reach_every_session() {
     assert_eq!(m.keyword_search(&ns, &KeywordQuery::new("alpha")).unwrap().len(), 1);
 }
 
+/// A search's snapshot ends as the search returns: its ROLLBACK is sent without waiting for
+/// the answer, and the server runs it then, not at the session's next use, so no session of
+/// the store stays inside a transaction (which would hold back vacuum) while it is idle.
+#[test]
+fn a_search_leaves_no_transaction_open() {
+    let Some(server) = pg_server() else { return };
+    let p = place("postgresql", "ended");
+    let app = format!("mnem_test_ended_{}", std::process::id());
+    let m = Mnem::open(&format!("{}&application_name={app}", p.uri), create()).unwrap();
+    let ns = Namespace::new("app", "user");
+    m.put_episodes(&ns, vec![EpisodeInput { primary: "alpha bravo".into(), ..Default::default() }]).unwrap();
+    assert_eq!(m.keyword_search(&ns, &KeywordQuery::new("alpha")).unwrap().len(), 1);
+    let event = serde_json::json!({"id": "e1", "author": "user", "timestamp": 1.0,
+        "content": {"role": "user", "parts": [{"text": "alpha"}]}});
+    m.add_events(&ns, "s1", &event.to_string(), "").unwrap();
+    let found: serde_json::Value = serde_json::from_slice(&m.search(&ns, "alpha").unwrap()).unwrap();
+    assert_eq!(found["memories"].as_array().map(Vec::len), Some(1), "{found}");
+    let mut c = postgres::Client::connect(&server, postgres::NoTls).expect("the test connects");
+    let states = |c: &mut postgres::Client| -> Vec<String> {
+        c.query("SELECT state FROM pg_stat_activity WHERE application_name = $1", &[&app])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, Option<String>>(0).unwrap_or_default())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut seen = states(&mut c);
+    while seen.iter().any(|s| s != "idle") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seen = states(&mut c);
+    }
+    assert!(!seen.is_empty(), "the store keeps its sessions pooled");
+    assert!(seen.iter().all(|s| s == "idle"), "sessions after the searches: {seen:?}");
+}
+
 #[test]
 fn opening_names_what_is_wrong_and_never_the_password() {
     let Some(uri) = pg_server() else { return };

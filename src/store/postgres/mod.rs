@@ -57,6 +57,12 @@ const LAST_PAGE: i64 = 4_096;
 /// reading rows ahead that are read anyway, but the rows a statement holds are bounded.
 const WHOLE_PAGE: i64 = 16_384;
 const WHOLE_ROWS: i64 = 65_536;
+/// The page after one of `page` rows: pages double up to `LAST_PAGE`; a reader of whole
+/// lists keeps its longer pages.
+fn next_page(page: i64) -> i64 {
+    page.max((page * 2).min(LAST_PAGE))
+}
+
 const BYTEA: Type = Type::BYTEA;
 const BYTEA_ARRAY: Type = Type::BYTEA_ARRAY;
 const INT8: Type = Type::INT8;
@@ -241,7 +247,9 @@ impl PgBackend {
     /// closed (a restart, a failover, a killed session) is only found out by using it, so a
     /// `first` that fails because its connection is gone is tried again on another, as many
     /// times as the pool may hold connections: nothing ran on a closed session. Only for
-    /// statements that change nothing lasting (BEGIN, reads, taking a session lock).
+    /// statements that change nothing lasting (BEGIN, reads, taking a session lock). When
+    /// `first` fails otherwise, whatever transaction it began is rolled back before the
+    /// connection goes back to the pool.
     fn conn_with<T>(
         &self,
         mut first: impl FnMut(&mut Conn) -> std::result::Result<T, tokio_postgres::Error>,
@@ -252,7 +260,10 @@ impl PgBackend {
             match first(&mut c) {
                 Ok(v) => return Ok((c, v)),
                 Err(e) if session_gone(&e) && tries < self.pool.max_size() => tries += 1,
-                Err(e) => return Err(pg_error(e)),
+                Err(e) => {
+                    let _ = c.batch_execute("ROLLBACK");
+                    return Err(pg_error(e));
+                }
             }
         }
     }
@@ -571,20 +582,7 @@ impl PgView<'_> {
         } else {
             BEGIN_READ.to_string()
         };
-        let mut tries = 0;
-        let (c, replies, rows) = loop {
-            let mut c = self.backend.conn()?;
-            match c.begin_then_query(&begin, sql, params) {
-                Ok((replies, rows)) => break (c, replies, rows),
-                // A pooled session the server closed: nothing ran, another may serve.
-                Err(e) if session_gone(&e) && tries < self.backend.pool.max_size() => tries += 1,
-                Err(e) => {
-                    // The snapshot may have begun: it must not go back to the pool open.
-                    let _ = c.batch_execute("ROLLBACK");
-                    return Err(pg_error(e));
-                }
-            }
-        };
+        let (c, (replies, rows)) = self.backend.conn_with(|c| c.begin_then_query(&begin, sql, params))?;
         if wanted {
             match sequence_of(&replies) {
                 Some(v) => crate::store::note_sequence(v),
@@ -669,7 +667,7 @@ impl View for PgView<'_> {
                 let each = (WHOLE_ROWS / prefixes.len().max(1) as i64).clamp(FIRST_PAGE, WHOLE_PAGE);
                 (each, WHOLE_PAGE)
             }
-            Extent::Start => (FIRST_PAGE, (FIRST_PAGE * 2).min(LAST_PAGE)),
+            Extent::Start => (FIRST_PAGE, next_page(FIRST_PAGE)),
         };
         let ns = prefixes.first().map_or(&[][..], |p| ns_of(cf, p));
         let uppers: Option<Vec<Vec<u8>>> = prefixes.iter().map(|p| keys::prefix_successor(p)).collect();
@@ -770,8 +768,7 @@ impl PgCursor<'_> {
             }
         }
         self.at = 0;
-        // Pages grow to `LAST_PAGE`; a reader's longer pages stay as they are.
-        self.page = self.page.max((self.page * 2).min(LAST_PAGE));
+        self.page = next_page(self.page);
     }
 }
 

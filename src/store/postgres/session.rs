@@ -12,11 +12,12 @@
 //! thread: the caller sees a blocking client, as with the `postgres` crate, which wraps the
 //! same client the same way but sends one request at a time.
 
+use futures_util::future::join;
 use postgres_openssl::MakeTlsConnector;
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Config, Error, Row, SimpleQueryMessage, Statement};
 
@@ -38,6 +39,18 @@ struct Io {
     ended: bool,
 }
 
+/// Poll the connection once: it writes the requests queued and reads the answers that came.
+/// Its end (the session closed) is its error, when it had one.
+fn drive(connection: &mut Driver, ended: &mut bool, cx: &mut Context<'_>) -> Result<(), Error> {
+    if !*ended {
+        if let Poll::Ready(r) = connection.as_mut().poll(cx) {
+            *ended = true;
+            r?;
+        }
+    }
+    Ok(())
+}
+
 impl Io {
     /// Run `f` to its end, driving the connection meanwhile. A connection that fails while
     /// `f` waits makes `f`'s answer its error (the server's last word, when it sent one).
@@ -45,14 +58,20 @@ impl Io {
         let mut f = pin!(f);
         let (connection, ended) = (&mut self.connection, &mut self.ended);
         self.runtime.block_on(poll_fn(|cx| {
-            if !*ended {
-                if let Poll::Ready(r) = connection.as_mut().poll(cx) {
-                    *ended = true;
-                    r?;
-                }
-            }
+            drive(connection, ended, cx)?;
             f.as_mut().poll(cx)
         }))
+    }
+
+    /// Queue `request` (its first poll) and write it, without waiting for its answer.
+    fn send<T>(&mut self, request: impl Future<Output = T>) {
+        let mut request = pin!(request);
+        let (connection, ended) = (&mut self.connection, &mut self.ended);
+        self.runtime.block_on(poll_fn(|cx| {
+            let _ = request.as_mut().poll(cx);
+            let _ = drive(connection, ended, cx);
+            Poll::Ready(())
+        }));
     }
 }
 
@@ -172,32 +191,11 @@ impl Session {
     ) -> Result<(Vec<SimpleQueryMessage>, Vec<Row>), Error> {
         let s = self.statement(sql, params)?;
         let values = values(params);
-        let (client, io) = (&self.client, &mut self.io);
-        let mut first = pin!(client.simple_query(text));
-        let mut second = pin!(client.query(&s, &values));
-        let (mut a, mut b) = (None, None);
-        // Both are polled before either waits, so both requests go out before an answer is
-        // read; their answers come back in the order they were sent.
-        io.block_on(poll_fn(|cx| {
-            if a.is_none() {
-                if let Poll::Ready(r) = first.as_mut().poll(cx) {
-                    a = Some(r);
-                }
-            }
-            if b.is_none() {
-                if let Poll::Ready(r) = second.as_mut().poll(cx) {
-                    b = Some(r);
-                }
-            }
-            match (a.take(), b.take()) {
-                (Some(x), Some(y)) => Poll::Ready(Ok((x, y))),
-                (x, y) => {
-                    (a, b) = (x, y);
-                    Poll::Pending
-                }
-            }
-        }))
-        .and_then(|(x, y)| Ok((x?, y?)))
+        // `join` polls both before either waits, so both requests go out before an answer
+        // is read; the answers come back in the order the requests were sent.
+        let both = join(self.client.simple_query(text), self.client.query(&s, &values));
+        let (first, second) = self.io.block_on(async { Ok(both.await) })?;
+        Ok((first?, second?))
     }
 
     /// Send `sql` (statements without parameters) without waiting for its answer, which the
@@ -206,16 +204,7 @@ impl Session {
     /// the server ends the transaction at once, not at the session's next use), and a
     /// failure shows at that next use as a closed session.
     pub fn send_unanswered(&mut self, sql: &str) {
-        let mut request = pin!(self.client.batch_execute(sql));
-        let (connection, ended) = (&mut self.io.connection, &mut self.io.ended);
-        self.io.runtime.block_on(poll_fn(|cx| {
-            // The first poll queues the request; the connection's then writes it.
-            let _ = request.as_mut().poll(cx);
-            if !*ended && connection.as_mut().poll(cx).is_ready() {
-                *ended = true;
-            }
-            Poll::Ready(())
-        }));
+        self.io.send(self.client.batch_execute(sql));
     }
 
     /// A transaction, rolled back unless committed.
