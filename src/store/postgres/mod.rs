@@ -19,8 +19,14 @@
 //!   different namespaces do not wait for each other, and a snapshot taken under the lock
 //!   sees every earlier write of the namespace. If that connection dies the server releases
 //!   the lock, and the commit on it fails too, so no write commits unlocked.
-//! - `write_sequence` reads a sequence bumped after each commit: an answer kept for a retry
-//!   (`ffi`) is never served after a write acknowledged anywhere.
+//! - `write_sequence` reads a sequence bumped in each write's transaction and again after its
+//!   commit: an answer kept for a retry (`ffi`) is never served after a write acknowledged
+//!   anywhere. A reader may count the first bump before the commit is visible to it; the
+//!   second bump, after the commit, tells it again. A write refused by a read-only server is
+//!   refused by its first bump, whole; one whose transaction began before the server turned
+//!   read-only commits, and is acknowledged even if the second bump is then refused (its
+//!   first bump already moved the sequence, so only a reader that counted it in that
+//!   instant could keep a stale answer).
 //!
 //! Every statement binds its values; the only text put into statements is the schema name,
 //! held to `[a-z_][a-z0-9_]*` (`config`).
@@ -408,9 +414,13 @@ impl PgBackend {
             tx = conn.transaction().map_err(pg_error)?;
             self.apply(&mut tx, ops, postings, false)?;
         }
+        // The write sequence moves in the transaction and again after it (the module's
+        // documentation says why). Should the server turn read-only between the commit and
+        // the second, the write committed all the same: it is acknowledged, not refused.
+        let bump = format!("SELECT nextval('{}.write_sequence')", self.schema);
+        tx.execute(&bump, &[]).map_err(pg_error)?;
         tx.commit().map_err(pg_error)?;
-        // After the commit, before the write returns: see the module's documentation.
-        conn.execute(&format!("SELECT nextval('{}.write_sequence')", self.schema), &[]).map_err(pg_error)?;
+        let _ = conn.execute(&bump, &[]);
         Ok(())
     }
 }
