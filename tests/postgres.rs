@@ -300,6 +300,41 @@ fn a_search_leaves_no_transaction_open() {
     assert!(seen.iter().all(|s| s == "idle"), "sessions after the searches: {seen:?}");
 }
 
+/// A write's namespace lock is released as the write returns: the unlock is sent without
+/// waiting for its answer, and the server runs it then, not at the session's next use, so a
+/// writer of the namespace in another store (another process) is never kept waiting by an
+/// idle one. With a short `statement_timeout` (the lock wait's bound too), a lock left held
+/// would make the other store's write fail as BUSY.
+#[test]
+fn a_write_releases_its_namespace_at_once() {
+    let Some(server) = pg_server() else { return };
+    let p = place("postgresql", "unlocked");
+    let app = format!("mnem_test_unlocked_{}", std::process::id());
+    let uri = format!("{}&application_name={app}&statement_timeout=3000", p.uri);
+    let (a, b) = (Mnem::open(&uri, create()).unwrap(), Mnem::open(&uri, OpenOptions::default()).unwrap());
+    let ns = Namespace::new("app", "user");
+    for i in 0..6 {
+        let m = if i % 2 == 0 { &a } else { &b };
+        m.put_episodes(&ns, vec![EpisodeInput { primary: format!("alpha {i}"), ..Default::default() }]).unwrap();
+    }
+    assert_eq!(a.keyword_search(&ns, &KeywordQuery::new("alpha")).unwrap().len(), 6);
+    let mut c = postgres::Client::connect(&server, postgres::NoTls).expect("the test connects");
+    let held = |c: &mut postgres::Client| -> i64 {
+        c.query_one(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND s.application_name = $1",
+            &[&app],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while held(&mut c) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(held(&mut c), 0, "advisory locks held by the idle stores");
+}
+
 #[test]
 fn opening_names_what_is_wrong_and_never_the_password() {
     let Some(uri) = pg_server() else { return };

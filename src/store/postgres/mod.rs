@@ -11,14 +11,19 @@
 //!   its first read; `multi_get` is one statement, a cursor reads pages of growing size.
 //! - A write is one transaction: its ops collapsed to the last change of each key, then one
 //!   statement per kind and keyspace (arrays bound as parameters). The postings it adds are
-//!   inserted as new rows, without the upsert's search of the primary key (see `apply`).
+//!   inserted as new rows, without the upsert's search of the primary key (see `changes`).
+//!   Its BEGIN, statements, sequence bumps and COMMIT go to the server together
+//!   (`Session::pipeline`): one round trip, where each used to wait for its answer. A
+//!   statement that fails aborts the transaction, the ones after it fail for it, and the
+//!   COMMIT rolls it back; the write's error is the first failure.
 //! - Each pooled session prepares a statement the first time it runs it (`session`), and is
 //!   told to plan with the primary key alone (`open`).
 //! - `lock_namespace` takes a session advisory lock on a connection of its own, on which the
-//!   write then commits: writers of one namespace serialize across processes, writers of
-//!   different namespaces do not wait for each other, and a snapshot taken under the lock
-//!   sees every earlier write of the namespace. If that connection dies the server releases
-//!   the lock, and the commit on it fails too, so no write commits unlocked.
+//!   write then commits, and which sends the unlock without waiting for its answer: writers
+//!   of one namespace serialize across processes, writers of different namespaces do not
+//!   wait for each other, and a snapshot taken under the lock sees every earlier write of the
+//!   namespace. If that connection dies the server releases the lock, and the commit on it
+//!   fails too, so no write commits unlocked.
 //! - `write_sequence` reads a sequence bumped in each write's transaction and again after its
 //!   commit: an answer kept for a retry (`ffi`) is never served after a write acknowledged
 //!   anywhere. A reader may count the first bump before the commit is visible to it; the
@@ -43,13 +48,13 @@ use crate::store::{
 use config::{PgConfig, Verify};
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Row, SimpleQueryMessage};
+use tokio_postgres::Row;
 // Every statement names its parameters' types (`session` prepares it with them).
 use postgres_openssl::MakeTlsConnector;
-use session::{ConnectError, Manager, Params, Session, Tx};
+use session::{ConnectError, Manager, Params, Request, Session};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 
 type Pool = r2d2::Pool<Manager>;
 type Conn = r2d2::PooledConnection<Manager>;
@@ -314,16 +319,17 @@ impl PgBackend {
         tx.commit().map_err(pg_error)
     }
 
-    /// Apply `ops` and `postings` in the transaction `tx`: the last change of each key, after
+    /// The statements that apply `ops` and `postings`: the last change of each key, after
     /// the range deletes (which remove the point changes before them that they cover).
     ///
     /// `fresh`: a posting the batch puts without changing it before (in its ops or its run)
     /// is inserted with a plain INSERT, not an upsert. The indexes delete a posting before
     /// they put it again, so such a key is new; an upsert would search the primary key for it
     /// first, which is a third of the server's work of an ingest. Should a key exist all the
-    /// same, the INSERT fails with a unique violation and this returns false, the transaction
-    /// to be rolled back and the batch applied again without `fresh`.
-    fn apply(&self, tx: &mut Tx<'_>, ops: &BatchOps, postings: Option<&[u8]>, fresh: bool) -> Result<bool> {
+    /// same, the INSERT fails with a unique violation, the transaction rolls back, and the
+    /// batch is applied again without `fresh` (`write_on`).
+    fn changes<'a>(&self, ops: &'a BatchOps, postings: Option<&[u8]>, fresh: bool) -> Result<Changes<'a>> {
+        let mut out = Changes::default();
         let mut point: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 4] = Default::default();
         for op in ops.iter() {
             match op {
@@ -339,19 +345,19 @@ impl PgBackend {
                     let within = keys::prefix_successor(ns).is_some_and(|end| to <= end.as_slice());
                     if !ns.is_empty() && within {
                         let sql = format!("DELETE FROM {} WHERE ns = $1 AND key >= $2 AND key < $3", self.t(cf));
-                        tx.execute(&sql, &[(&ns, BYTEA), (&from, BYTEA), (&to, BYTEA)]).map_err(pg_error)?;
+                        out.ranges.push((sql, vec![ns, from, to]));
                     } else {
                         let sql = format!("DELETE FROM {} WHERE key >= $1 AND key < $2", self.t(cf));
-                        tx.execute(&sql, &[(&from, BYTEA), (&to, BYTEA)]).map_err(pg_error)?;
+                        out.ranges.push((sql, vec![from, to]));
                     }
                 }
                 Op::Clear(cf) => {
                     point[cf as usize].clear();
-                    tx.execute(&format!("DELETE FROM {}", self.t(cf)), &[]).map_err(pg_error)?;
+                    out.ranges.push((format!("DELETE FROM {}", self.t(cf)), Vec::new()));
                 }
             }
         }
-        let mut new_keys: HashSet<&[u8]> = HashSet::new();
+        let mut new_keys: HashSet<Vec<u8>> = HashSet::new();
         if let Some(run) = postings {
             let index = &mut point[Cf::Index as usize];
             for op in RunOps::new(run) {
@@ -360,69 +366,115 @@ impl PgBackend {
                 if changed_before {
                     new_keys.remove(k);
                 } else if fresh && v.is_some() {
-                    new_keys.insert(k);
+                    new_keys.insert(k.to_vec());
                 }
             }
         }
         for cf in Cf::ALL {
             let changes = std::mem::take(&mut point[cf as usize]);
-            let (mut puts, dels): (Vec<_>, Vec<_>) = changes.into_iter().partition(|(_, v)| v.is_some());
+            let (puts, dels): (Vec<_>, Vec<_>) = changes.into_iter().partition(|(_, v)| v.is_some());
+            let puts = puts.into_iter().map(|(k, v)| (k, v.expect("a put")));
+            let (inserts, upserts) = puts.partition(|(k, _)| cf == Cf::Index && new_keys.contains(k));
+            out.tables.push(TableChanges { cf, deletes: dels.into_iter().map(|(k, _)| k).collect(), inserts, upserts });
+        }
+        Ok(out)
+    }
+
+    /// One write transaction on `conn`, then the write sequence moves on. Every statement of
+    /// it goes to the server at once (`Session::pipeline`): one round trip.
+    fn write_on(&self, conn: &mut Conn, ops: &BatchOps, postings: Option<&[u8]>) -> Result<()> {
+        match self.try_write(conn, ops, postings, true)? {
+            // A posting thought new was there (see `changes`): nothing of the first attempt
+            // stayed (its COMMIT rolled it back); every put is an upsert this time.
+            Err(e) if is_unique_violation(&e) => self.try_write(conn, ops, postings, false)?,
+            r => r,
+        }
+        .map_err(pg_error)
+    }
+
+    fn try_write(
+        &self,
+        conn: &mut Conn,
+        ops: &BatchOps,
+        postings: Option<&[u8]>,
+        fresh: bool,
+    ) -> Result<std::result::Result<(), tokio_postgres::Error>> {
+        let changes = self.changes(ops, postings, fresh)?;
+        let mut statements: Vec<(String, Vec<Arg<'_>>)> = Vec::new();
+        for (sql, args) in &changes.ranges {
+            statements.push((sql.clone(), args.iter().map(|a| Arg::One(a)).collect()));
+        }
+        for tc in &changes.tables {
+            let t = self.t(tc.cf);
             let del_sql = format!(
                 "DELETE FROM {t} USING unnest($1::bytea[], $2::bytea[]) AS d(ns, key) \
-                 WHERE {t}.ns = d.ns AND {t}.key = d.key",
-                t = self.t(cf)
+                 WHERE {t}.ns = d.ns AND {t}.key = d.key"
             );
-            for chunk in dels.chunks(ROWS_PER_STATEMENT) {
-                let ns: Vec<&[u8]> = chunk.iter().map(|(k, _)| ns_of(cf, k)).collect();
-                let ks: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
-                tx.execute(&del_sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)]).map_err(pg_error)?;
+            for chunk in tc.deletes.chunks(ROWS_PER_STATEMENT) {
+                let ns = chunk.iter().map(|k| ns_of(tc.cf, k)).collect();
+                let ks = chunk.iter().map(Vec::as_slice).collect();
+                statements.push((del_sql.clone(), vec![Arg::Many(ns), Arg::Many(ks)]));
             }
-            let inserts: Vec<_> = if cf == Cf::Index && !new_keys.is_empty() {
-                let (new, old) = puts.into_iter().partition(|(k, _)| new_keys.contains(k.as_slice()));
-                puts = old;
-                new
-            } else {
-                Vec::new()
-            };
-            let t = self.t(cf);
             let insert_sql =
                 format!("INSERT INTO {t} (ns, key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[])");
             let upsert_sql = format!("{insert_sql} ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value");
-            for (sql, rows) in [(&insert_sql, &inserts), (&upsert_sql, &puts)] {
+            for (sql, rows) in [(&insert_sql, &tc.inserts), (&upsert_sql, &tc.upserts)] {
                 for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-                    let ns: Vec<&[u8]> = chunk.iter().map(|(k, _)| ns_of(cf, k)).collect();
-                    let ks: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
-                    let vs: Vec<&[u8]> = chunk.iter().map(|(_, v)| v.as_deref().expect("a put")).collect();
-                    match tx.execute(sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY), (&vs, BYTEA_ARRAY)]) {
-                        Ok(_) => {}
-                        Err(e) if fresh && is_unique_violation(&e) => return Ok(false),
-                        Err(e) => return Err(pg_error(e)),
-                    }
+                    let ns = chunk.iter().map(|(k, _)| ns_of(tc.cf, k)).collect();
+                    let ks = chunk.iter().map(|(k, _)| k.as_slice()).collect();
+                    let vs = chunk.iter().map(|(_, v)| v.as_slice()).collect();
+                    statements.push((sql.clone(), vec![Arg::Many(ns), Arg::Many(ks), Arg::Many(vs)]));
                 }
             }
         }
-        Ok(true)
-    }
-
-    /// One write transaction on `conn`, then the write sequence moves on.
-    fn write_on(&self, conn: &mut Conn, ops: &BatchOps, postings: Option<&[u8]>) -> Result<()> {
-        let mut tx = conn.transaction().map_err(pg_error)?;
-        if !self.apply(&mut tx, ops, postings, true)? {
-            // A posting thought new was there (see `apply`): nothing of the first attempt
-            // stays; every put is an upsert this time.
-            drop(tx);
-            tx = conn.transaction().map_err(pg_error)?;
-            self.apply(&mut tx, ops, postings, false)?;
-        }
+        let params: Vec<Vec<(&(dyn ToSql + Sync), Type)>> = statements
+            .iter()
+            .map(|(_, args)| {
+                args.iter()
+                    .map(|a| match a {
+                        Arg::One(v) => (v as &(dyn ToSql + Sync), BYTEA),
+                        Arg::Many(v) => (v as &(dyn ToSql + Sync), BYTEA_ARRAY),
+                    })
+                    .collect()
+            })
+            .collect();
         // The write sequence moves in the transaction and again after it (the module's
         // documentation says why). Should the server turn read-only between the commit and
         // the second, the write committed all the same: it is acknowledged, not refused.
         let bump = format!("SELECT nextval('{}.write_sequence')", self.schema);
-        tx.execute(&bump, &[]).map_err(pg_error)?;
-        tx.commit().map_err(pg_error)?;
-        let _ = conn.execute(&bump, &[]);
-        Ok(())
+        let mut requests = vec![Request::Text("BEGIN")];
+        requests.extend(statements.iter().zip(&params).map(|((sql, _), p)| Request::Prepared(sql, p)));
+        requests.extend([Request::Prepared(&bump, &[]), Request::Text("COMMIT"), Request::Prepared(&bump, &[])]);
+        let answers = match conn.pipeline(&requests) {
+            Ok(answers) => answers,
+            Err(e) => return Ok(Err(e)),
+        };
+        // The first failure is the write's (the ones after it failed for it, and the COMMIT
+        // rolled the transaction back); the last bump's is ignored.
+        Ok(answers.into_iter().take(requests.len() - 1).try_for_each(|a| a.map(drop)))
     }
+}
+
+/// A write's statements (`PgBackend::changes`).
+#[derive(Default)]
+struct Changes<'a> {
+    /// Range deletes and clears, in the write's order: statements and their values.
+    ranges: Vec<(String, Vec<&'a [u8]>)>,
+    tables: Vec<TableChanges>,
+}
+
+/// The point changes of one table: keys deleted, rows inserted as new, rows upserted.
+struct TableChanges {
+    cf: Cf,
+    deletes: Vec<Vec<u8>>,
+    inserts: Vec<(Vec<u8>, Vec<u8>)>,
+    upserts: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// A parameter of a write's statement: one value, or an array.
+enum Arg<'a> {
+    One(&'a [u8]),
+    Many(Vec<&'a [u8]>),
 }
 
 impl Backend for PgBackend {
@@ -458,7 +510,7 @@ impl Backend for PgBackend {
 
     fn write_sequence(&self) -> u64 {
         let sql = self.sequence_sql();
-        match self.conn_with(|c| c.simple_query(&sql)).ok().and_then(|(_, replies)| sequence_of(&replies)) {
+        match self.conn_with(|c| c.query_one(&sql, &[])).ok().and_then(|(_, row)| sequence_of(&row)) {
             Some(v) => v,
             // Unknown: a number no earlier call saw, so nothing kept is reused.
             None => u64::MAX - (crate::store::now_ms() as u64),
@@ -522,15 +574,11 @@ impl Backend for PgBackend {
     }
 }
 
-/// The write sequence from the replies of a simple query holding `sequence_sql` (the first
-/// row of any): 0 until the first write bumps it.
-fn sequence_of(replies: &[SimpleQueryMessage]) -> Option<u64> {
-    let row = replies.iter().find_map(|m| match m {
-        SimpleQueryMessage::Row(r) => Some(r),
-        _ => None,
-    })?;
-    let value: i64 = row.get(0)?.parse().ok()?;
-    Some(if row.get(1)? == "t" { value as u64 } else { 0 })
+/// The write sequence from a row of `sequence_sql`: 0 until the first write bumps it.
+fn sequence_of(row: &Row) -> Option<u64> {
+    let value: i64 = row.try_get(0).ok()?;
+    let called: bool = row.try_get(1).ok()?;
+    Some(if called { value as u64 } else { 0 })
 }
 
 /// The bytes whose digest (64 bits of md5, computed by the server, so the same for every
@@ -558,7 +606,11 @@ impl NamespaceLock for PgLock<'_> {
 impl Drop for PgLock<'_> {
     fn drop(&mut self) {
         if let Some(mut conn) = self.conn.get_mut().take() {
-            if conn.execute(&format!("SELECT pg_advisory_unlock({LOCK_ID})"), &[(&self.key, BYTEA)]).is_err() {
+            // Sent without waiting for its answer: the next writer of the namespace, waiting
+            // on the server, has the lock as soon as the server reads this. An unlock that
+            // fails at the server fails because the session is gone, and the lock with it.
+            let unlock = format!("SELECT pg_advisory_unlock({LOCK_ID})");
+            if conn.send_unanswered_statement(&unlock, &[(&self.key, BYTEA)]).is_err() {
                 // A pooled session must not keep the lock for its next user: release every
                 // advisory lock it holds (if this fails too, the session is broken and the
                 // server released them with it; the pool drops a closed connection).
@@ -586,15 +638,23 @@ impl PgView<'_> {
         if let Some(c) = slot.as_mut() {
             return c.query(sql, params).map_err(pg_error);
         }
+        // The write sequence, when it is wanted, is read in a statement of its own (its own
+        // transaction, ended before the snapshot's begins, so that the snapshot holds every
+        // write it counts), sent with the BEGIN and the first read: one round trip.
         let wanted = crate::store::sequence_wanted();
-        let begin = if wanted {
-            format!("BEGIN; {}; COMMIT; {BEGIN_READ}", self.backend.sequence_sql())
-        } else {
-            BEGIN_READ.to_string()
-        };
-        let (c, (replies, rows)) = self.backend.conn_with(|c| c.begin_then_query(&begin, sql, params))?;
+        let sequence = self.backend.sequence_sql();
+        let mut requests = Vec::with_capacity(3);
         if wanted {
-            match sequence_of(&replies) {
+            requests.push(Request::Prepared(&sequence, &[]));
+        }
+        requests.extend([Request::Text(BEGIN_READ), Request::Prepared(sql, params)]);
+        // The first failure is the read's (a failed sequence read is one too).
+        let (c, mut answers) = self
+            .backend
+            .conn_with(|c| c.pipeline(&requests)?.into_iter().collect::<std::result::Result<Vec<_>, _>>())?;
+        let rows = answers.pop().expect("the read's answer");
+        if wanted {
+            match answers.first().and_then(|rows| rows.first()).and_then(sequence_of) {
                 Some(v) => crate::store::note_sequence(v),
                 None => return Err(Error::corruption("postgresql: the write sequence reads as no number")),
             }

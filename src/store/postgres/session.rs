@@ -12,7 +12,6 @@
 //! thread: the caller sees a blocking client, as with the `postgres` crate, which wraps the
 //! same client the same way but sends one request at a time.
 
-use futures_util::future::join;
 use postgres_openssl::MakeTlsConnector;
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
@@ -73,6 +72,14 @@ impl Io {
             Poll::Ready(())
         }));
     }
+}
+
+/// One request of a pipeline (`Session::pipeline`).
+pub(super) enum Request<'r> {
+    /// Statements without parameters, sent as text (transaction control).
+    Text(&'r str),
+    /// A statement with its parameters, prepared on the session.
+    Prepared(&'r str, &'r Params<'r>),
 }
 
 /// What the pool hands out: a session and its prepared statements.
@@ -180,22 +187,60 @@ impl Session {
         self.io.block_on(self.client.simple_query(sql))
     }
 
-    /// `text` (statements without parameters, a transaction's beginning) and then the
-    /// prepared statement `sql`, sent together: one round trip. `text`'s error comes first
-    /// (`sql` then fails for it too).
-    pub fn begin_then_query(
-        &mut self,
-        text: &str,
-        sql: &str,
-        params: &Params<'_>,
-    ) -> Result<(Vec<SimpleQueryMessage>, Vec<Row>), Error> {
+    /// Every request of `requests` sent at once, in their order, and then every answer read:
+    /// one round trip (after the first use of a statement, which prepares it). Each request
+    /// has its own answer; a request that fails does not stop the server from running the
+    /// ones after it (within a transaction they then fail as the transaction is aborted, and
+    /// its COMMIT rolls it back). The outer error is the connection's.
+    pub fn pipeline(&mut self, requests: &[Request<'_>]) -> Result<Vec<Result<Vec<Row>, Error>>, Error> {
+        let mut statements = Vec::with_capacity(requests.len());
+        for r in requests {
+            statements.push(match r {
+                Request::Text(_) => None,
+                Request::Prepared(sql, params) => Some((self.statement(sql, params)?, values(params))),
+            });
+        }
+        let client = &self.client;
+        type Answer<'f> = Pin<Box<dyn Future<Output = Result<Vec<Row>, Error>> + 'f>>;
+        let mut answers: Vec<Answer<'_>> = requests
+            .iter()
+            .zip(&statements)
+            .map(|(r, s)| match (r, s) {
+                (Request::Prepared(..), Some((s, v))) => Box::pin(client.query(s, v)) as Answer<'_>,
+                (Request::Text(text), _) | (Request::Prepared(text, _), None) => {
+                    Box::pin(async move { client.batch_execute(text).await.map(|()| Vec::new()) })
+                }
+            })
+            .collect();
+        let mut results: Vec<Option<Result<Vec<Row>, Error>>> = requests.iter().map(|_| None).collect();
+        // A request goes on the wire when its future is first polled, so they are polled in
+        // their order, every one before any answer is awaited.
+        self.io.block_on(poll_fn(|cx| {
+            let mut pending = false;
+            for (answer, result) in answers.iter_mut().zip(results.iter_mut()) {
+                if result.is_none() {
+                    match answer.as_mut().poll(cx) {
+                        Poll::Ready(r) => *result = Some(r),
+                        Poll::Pending => pending = true,
+                    }
+                }
+            }
+            if pending {
+                Poll::Pending
+            } else {
+                Poll::Ready(Ok(()))
+            }
+        }))?;
+        Ok(results.into_iter().map(|r| r.expect("every answer read")).collect())
+    }
+
+    /// The prepared statement `sql` sent without waiting for its answer (see
+    /// `send_unanswered`).
+    pub fn send_unanswered_statement(&mut self, sql: &str, params: &Params<'_>) -> Result<(), Error> {
         let s = self.statement(sql, params)?;
         let values = values(params);
-        // `join` polls both before either waits, so both requests go out before an answer
-        // is read; the answers come back in the order the requests were sent.
-        let both = join(self.client.simple_query(text), self.client.query(&s, &values));
-        let (first, second) = self.io.block_on(async { Ok(both.await) })?;
-        Ok((first?, second?))
+        self.io.send(self.client.execute(&s, &values));
+        Ok(())
     }
 
     /// Send `sql` (statements without parameters) without waiting for its answer, which the
