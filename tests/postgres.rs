@@ -205,6 +205,43 @@ fn long_posting_lists_answer_as_on_rocksdb() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Keyword search reads whole posting lists in long pages (as many rows per statement as a
+/// bound allows, shared among the query's words): a word in 20,000 episodes takes more than
+/// one page alone, and in a query of many words every list takes several. The hits and scores
+/// are RocksDB's.
+#[test]
+fn whole_lists_longer_than_a_page_rank_as_on_rocksdb() {
+    if pg_server().is_none() {
+        return;
+    }
+    let places = [place("rocksdb", "whole"), place("postgresql", "whole")];
+    let (rocks, pg) = (places[0].open(), places[1].open());
+    let ns = Namespace::new("app", "user");
+    let mut r = Rng(21);
+    for b in 0..20u128 {
+        let inputs: Vec<EpisodeInput> = (0..1000u128)
+            .map(|i| EpisodeInput {
+                id: Some(Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0000 | (b * 1000 + i))),
+                primary: format!("common {}", text(&mut r, 1 + (i % 4) as usize)),
+                ..Default::default()
+            })
+            .collect();
+        for m in [&rocks, &pg] {
+            m.put_episodes(&ns, inputs.clone()).unwrap();
+        }
+    }
+    let every_word = WORDS.join(" ");
+    for query in ["common", "common alpha", every_word.as_str(), "common 东京 zulu"] {
+        let kq = KeywordQuery { limit: 25_000, ..KeywordQuery::new(query) };
+        let ranked = |m: &Mnem| -> Vec<(Uuid, f64)> {
+            m.keyword_search(&ns, &kq).unwrap().into_iter().map(|h| (h.record.id, h.score)).collect()
+        };
+        let (a, b) = (ranked(&rocks), ranked(&pg));
+        assert!(a.len() > 4_000, "{query:?} finds {} episodes", a.len());
+        assert!(a == b, "keyword_search {query:?}: {} hits on RocksDB, {} on PostgreSQL", a.len(), b.len());
+    }
+}
+
 /// A write inserts the postings it adds as new rows (no search of the primary key first);
 /// should one be stored already (a stray key: here written by hand), the write is applied
 /// again as upserts, whole: nothing is refused, and every answer is RocksDB's.

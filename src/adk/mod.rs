@@ -22,9 +22,9 @@ use crate::episodes::{self, EpisodeInput, Expiry};
 use crate::error::{Error, Result};
 use crate::keys::Namespace;
 use crate::record::RecordView;
-use crate::store::now_ms;
+use crate::store::{now_ms, Cf};
 use crate::txn::{WriteTxn, Writers};
-use crate::vector::VectorSpace;
+use crate::vector::{VectorIndex, VectorSpace};
 pub use event::EventOptions;
 use event::{line_context, AdkEvent, Memory};
 use index::{Entry, Place, MEMORY_BUCKET};
@@ -118,10 +118,26 @@ impl AdkWrite<'_> {
     }
 }
 
+/// What an ADK write will read, besides what every write reads (`Engine::adk_write`).
+enum Ahead<'a> {
+    /// Events of a session, stored as the options say.
+    Events(&'a str, &'a EventOptions),
+    Nothing,
+}
+
 impl Engine {
     /// Begin an ADK write to `ns`.
-    fn adk_write<'w>(&self, writers: &'w Writers<'_>, ns: &Namespace) -> Result<AdkWrite<'w>> {
+    fn adk_write<'w>(&self, writers: &'w Writers<'_>, ns: &Namespace, ahead: Ahead<'_>) -> Result<AdkWrite<'w>> {
         let txn = writers.begin(ns)?;
+        // The reads every such write makes whatever its events, read together.
+        let prefix = ns.prefix();
+        let mut keys: Vec<(Cf, Vec<u8>)> = VectorIndex::write_reads(&prefix).into();
+        if let Ahead::Events(session_id, opts) = ahead {
+            keys.extend(AdkState::write_reads(&prefix, session_id));
+            let episode_type = opts.episode_type.as_deref().unwrap_or(EVENT_TYPE);
+            keys.extend(crate::lexical::index::stats_keys(&prefix, episode_type, &opts.tags));
+        }
+        self.store.prefetch(txn.snapshot(), &keys)?;
         let space = self.vectors.space(&self.store, txn.snapshot(), ns)?;
         Ok(AdkWrite { txn, space_before: space.clone(), space })
     }
@@ -138,7 +154,8 @@ impl Engine {
     pub(crate) fn add_session(&self, ns: &Namespace, session_id: &str, events: &[(usize, AdkEvent)]) -> Result<u64> {
         self.store.check_writable()?;
         let writers = Writers::lock(self)?;
-        let mut w = self.adk_write(&writers, ns)?;
+        let defaults = EventOptions::default();
+        let mut w = self.adk_write(&writers, ns, Ahead::Events(session_id, &defaults))?;
         let mut kept = Vec::with_capacity(events.len());
         w.txn.episodes.prefetch_tombstones(events.iter().map(|(_, ev)| ev.id.as_str()))?;
         for (line, ev) in events {
@@ -193,7 +210,7 @@ impl Engine {
         self.store.check_writable()?;
         let session_id = if session_id.is_empty() { UNKNOWN_SESSION_ID } else { session_id };
         let writers = Writers::lock(self)?;
-        let mut w = self.adk_write(&writers, ns)?;
+        let mut w = self.adk_write(&writers, ns, Ahead::Events(session_id, opts))?;
         let mut bucket = w.bucket(session_id)?;
         let now = w.txn.now;
         let mut seen: HashSet<String> =
@@ -222,7 +239,7 @@ impl Engine {
             return Ok(0);
         }
         let writers = Writers::lock(self)?;
-        let mut w = self.adk_write(&writers, ns)?;
+        let mut w = self.adk_write(&writers, ns, Ahead::Nothing)?;
         let targets = index::memory_id_entries(&self.store, w.txn.snapshot(), w.txn.prefix(), memory_id)?;
         w.txn.episodes.prefetch(targets.iter().map(|t| t.0))?;
         for (id, place) in &targets {

@@ -92,6 +92,12 @@ impl AdkState<'_> {
         }
     }
 
+    /// The keys a write of events of `session_id` reads first: the namespace's record and
+    /// the session's bucket (to read them ahead: `store::View::prefetch`).
+    pub fn write_reads(prefix: &[u8], session_id: &str) -> [(Cf, Vec<u8>); 2] {
+        [(Cf::Adk, key(prefix, NAMESPACE, &[])), (Cf::Adk, key(prefix, BUCKET, &[session_id.as_bytes()]))]
+    }
+
     pub fn bucket(&self, session_id: &str) -> Result<Option<Bucket>> {
         let v = self.store.get_cf(self.snap, Cf::Adk, &key(self.prefix, BUCKET, &[session_id.as_bytes()]))?;
         v.map(|v| Bucket::decode(&v)).transpose()

@@ -128,12 +128,7 @@ impl Doc {
 
     /// The `STATS` keys this document counts in.
     fn stats_suffixes(&self) -> Vec<Vec<u8>> {
-        let mut out = vec![vec![STATS_ALL], stats_type(&self.episode_type)];
-        for t in &self.tags {
-            out.push(stats_tag(t));
-            out.push(stats_type_tag(&self.episode_type, t));
-        }
-        out
+        stats_suffixes(&self.episode_type, &self.tags)
     }
 
     fn accepted_by(&self, f: &Filter<'_>) -> bool {
@@ -149,6 +144,22 @@ fn decode_filter_fields(r: &mut Reader<'_>) -> Result<(String, Vec<String>)> {
         tags.push(r.str()?.to_string());
     }
     Ok((episode_type, tags))
+}
+
+/// The counters a document of `episode_type` with `tags` is counted in.
+fn stats_suffixes(episode_type: &str, tags: &[String]) -> Vec<Vec<u8>> {
+    let mut out = vec![vec![STATS_ALL], stats_type(episode_type)];
+    for t in tags {
+        out.push(stats_tag(t));
+        out.push(stats_type_tag(episode_type, t));
+    }
+    out
+}
+
+/// The keys of the counters that a write of episodes of `episode_type` with `tags` to the
+/// namespace of `prefix` reads (to read them ahead: `store::View::prefetch`).
+pub(crate) fn stats_keys(prefix: &[u8], episode_type: &str, tags: &[String]) -> Vec<(Cf, Vec<u8>)> {
+    stats_suffixes(episode_type, tags).iter().map(|s| (Cf::Index, keys::index_key(prefix, STATS, s))).collect()
 }
 
 fn stats_type(t: &str) -> Vec<u8> {

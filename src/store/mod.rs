@@ -397,6 +397,12 @@ pub(crate) trait View {
     fn multi_get(&self, cf: Cf, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         keys.iter().map(|k| self.get(cf, k)).collect()
     }
+    /// Read `keys` now, together (one round trip where the backend is remote), for the
+    /// `get`s and `multi_get`s of this view that will ask for them: a write's reads that do
+    /// not depend on each other. Where reads are local it does nothing.
+    fn prefetch(&self, _keys: &[(Cf, Vec<u8>)]) -> Result<()> {
+        Ok(())
+    }
     /// The keys of `cf` that start with `prefix`, in key order (positioned by `seek`).
     fn cursor(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_>;
     /// A cursor for each of `prefixes`, positioned at its first key: one round trip where the
@@ -611,6 +617,11 @@ impl Store {
 
     pub(crate) fn multi_get_cf(&self, snap: &Snapshot<'_>, cf: Cf, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         snap.view.multi_get(cf, keys)
+    }
+
+    /// Read `keys` ahead in `snap`, together (`View::prefetch`).
+    pub(crate) fn prefetch(&self, snap: &Snapshot<'_>, keys: &[(Cf, Vec<u8>)]) -> Result<()> {
+        snap.view.prefetch(keys)
     }
 
     /// An iterator over the keys of `cf` that start with `prefix`, positioned at the first

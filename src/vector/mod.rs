@@ -363,6 +363,12 @@ impl VectorIndex {
         LoadTicket { bucket, started, quiet: started == finished }
     }
 
+    /// The keys every write to the namespace of `prefix` reads: its vector space and its
+    /// graph's header (to read them ahead: `store::View::prefetch`).
+    pub(crate) fn write_reads(prefix: &[u8]) -> [(Cf, Vec<u8>); 2] {
+        [(Cf::Meta, dim_key(prefix)), (Cf::Index, layout::header_key(prefix))]
+    }
+
     /// What the namespace's vectors are (dimension and model), once one was stored.
     pub(crate) fn space(&self, store: &Store, snap: &Snapshot<'_>, ns: &Namespace) -> Result<Option<VectorSpace>> {
         store.get_cf(snap, Cf::Meta, &dim_key(&ns.prefix()))?.map(|v| VectorSpace::decode(&v)).transpose()

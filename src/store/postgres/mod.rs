@@ -9,6 +9,8 @@
 //!
 //! - A snapshot is a `REPEATABLE READ READ ONLY` transaction on a pooled connection, begun at
 //!   its first read; `multi_get` is one statement, a cursor reads pages of growing size.
+//!   `prefetch` reads the keys a write will read, whatever it writes, in one round trip (one
+//!   statement per table, pipelined), and the view answers them from memory after.
 //! - A write is one transaction: its ops collapsed to the last change of each key, then one
 //!   statement per kind and keyspace (arrays bound as parameters). The postings it adds are
 //!   inserted as new rows, without the upsert's search of the primary key (see `changes`).
@@ -53,7 +55,7 @@ use tokio_postgres::Row;
 use postgres_openssl::MakeTlsConnector;
 use session::{ConnectError, Manager, Params, Request, Session};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use tokio_postgres::types::{ToSql, Type};
 
 type Pool = r2d2::Pool<Manager>;
@@ -483,11 +485,11 @@ impl Backend for PgBackend {
     }
 
     fn snapshot(&self) -> Result<Box<dyn View + '_>> {
-        Ok(Box::new(PgView { backend: self, conn: RefCell::new(None) }))
+        Ok(Box::new(PgView::new(self)))
     }
 
     fn snapshot_without_postings(&self) -> Box<dyn View + '_> {
-        Box::new(PgView { backend: self, conn: RefCell::new(None) })
+        Box::new(PgView::new(self))
     }
 
     fn write(&self, ops: BatchOps, postings: Option<Vec<u8>>) -> Result<()> {
@@ -549,7 +551,7 @@ impl Backend for PgBackend {
     }
 
     fn verify(&self, cf: Cf, visit: &mut Visit<'_>) -> Result<()> {
-        let view = PgView { backend: self, conn: RefCell::new(None) };
+        let view = PgView::new(self);
         let mut c = view.cursor(cf, &[]);
         c.seek(&[]);
         while let Some((k, v)) = c.current() {
@@ -622,45 +624,80 @@ impl Drop for PgLock<'_> {
 
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
+/// The values read ahead of one keyspace (`None`: no such key).
+type ReadAhead = HashMap<Vec<u8>, Option<Vec<u8>>>;
+
 /// A consistent view: one read-only repeatable-read transaction, begun at the first read.
 struct PgView<'b> {
     backend: &'b PgBackend,
     conn: RefCell<Option<Conn>>,
+    /// What `prefetch` read, by keyspace: the snapshot never changes, so it stays true.
+    ahead: RefCell<[ReadAhead; 4]>,
+}
+
+impl<'b> PgView<'b> {
+    fn new(backend: &'b PgBackend) -> PgView<'b> {
+        PgView { backend, conn: RefCell::new(None), ahead: RefCell::default() }
+    }
 }
 
 impl PgView<'_> {
-    /// The rows of the prepared statement `sql`, read in the view's snapshot. The first read
-    /// begins the snapshot in the same round trip (and reads the write sequence when it is
-    /// wanted, in a transaction that ends before the snapshot's begins, so that the snapshot
-    /// holds every write it counts).
+    /// The rows of the prepared statement `sql`, read in the view's snapshot.
     fn rows(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>> {
+        Ok(self.reads(&[Request::Prepared(sql, params)])?.pop().expect("one answer"))
+    }
+
+    /// The rows of each prepared statement of `reads`, read in the view's snapshot, all in
+    /// one round trip. The first read begins the snapshot in the same round trip.
+    fn reads(&self, reads: &[Request<'_>]) -> Result<Vec<Vec<Row>>> {
+        // The first failure is the read's.
+        let answers = |c: &mut Conn, requests: &[Request<'_>]| {
+            c.pipeline(requests)?.into_iter().collect::<std::result::Result<Vec<_>, _>>()
+        };
         let mut slot = self.conn.borrow_mut();
         if let Some(c) = slot.as_mut() {
-            return c.query(sql, params).map_err(pg_error);
+            return answers(c, reads).map_err(pg_error);
         }
         // The write sequence, when it is wanted, is read in a statement of its own (its own
         // transaction, ended before the snapshot's begins, so that the snapshot holds every
-        // write it counts), sent with the BEGIN and the first read: one round trip.
+        // write it counts), sent with the BEGIN and the first reads: one round trip.
         let wanted = crate::store::sequence_wanted();
         let sequence = self.backend.sequence_sql();
-        let mut requests = Vec::with_capacity(3);
+        let mut requests = Vec::with_capacity(reads.len() + 2);
         if wanted {
             requests.push(Request::Prepared(&sequence, &[]));
         }
-        requests.extend([Request::Text(BEGIN_READ), Request::Prepared(sql, params)]);
-        // The first failure is the read's (a failed sequence read is one too).
-        let (c, mut answers) = self
-            .backend
-            .conn_with(|c| c.pipeline(&requests)?.into_iter().collect::<std::result::Result<Vec<_>, _>>())?;
-        let rows = answers.pop().expect("the read's answer");
+        requests.push(Request::Text(BEGIN_READ));
+        requests.extend(reads.iter().map(Request::clone));
+        let (c, mut got) = self.backend.conn_with(|c| answers(c, &requests))?;
+        let rows = got.split_off(got.len() - reads.len());
         if wanted {
-            match answers.first().and_then(|rows| rows.first()).and_then(sequence_of) {
+            match got.first().and_then(|rows| rows.first()).and_then(sequence_of) {
                 Some(v) => crate::store::note_sequence(v),
                 None => return Err(Error::corruption("postgresql: the write sequence reads as no number")),
             }
         }
         *slot = Some(c);
         Ok(rows)
+    }
+
+    /// The statement that reads many keys of `cf` (`multi_get`), its rows `(ordinal, value)`.
+    fn multi_get_sql(&self, cf: Cf) -> String {
+        let t = self.backend.t(cf);
+        format!(
+            "SELECT k.i, {t}.value FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS k(ns, key, i) \
+             JOIN {t} ON {t}.ns = k.ns AND {t}.key = k.key"
+        )
+    }
+
+    /// The answers of `multi_get_sql`'s rows, in the keys' order.
+    fn found(rows: Vec<Row>, n: usize) -> Vec<Option<Vec<u8>>> {
+        let mut out = vec![None; n];
+        for r in rows {
+            let i: i64 = r.get(0);
+            out[(i - 1) as usize] = Some(r.get::<_, Vec<u8>>(1));
+        }
+        out
     }
 
     /// Up to `limit` rows of `cf` from `start` (inclusive), below `upper`, in key order.
@@ -699,6 +736,9 @@ impl Drop for PgView<'_> {
 
 impl View for PgView<'_> {
     fn get(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = self.ahead.borrow()[cf as usize].get(key) {
+            return Ok(v.clone());
+        }
         let sql = format!("SELECT value FROM {} WHERE ns = $1 AND key = $2", self.backend.t(cf));
         let rows = self.rows(&sql, &[(&ns_of(cf, key), BYTEA), (&key, BYTEA)])?;
         Ok(rows.into_iter().next().map(|r| r.get::<_, Vec<u8>>(0)))
@@ -708,19 +748,44 @@ impl View for PgView<'_> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let t = self.backend.t(cf);
-        let sql = format!(
-            "SELECT k.i, {t}.value FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS k(ns, key, i) \
-             JOIN {t} ON {t}.ns = k.ns AND {t}.key = k.key"
-        );
+        {
+            let ahead = &self.ahead.borrow()[cf as usize];
+            if keys.iter().all(|k| ahead.contains_key(k.as_slice())) {
+                return Ok(keys.iter().map(|k| ahead[k.as_slice()].clone()).collect());
+            }
+        }
         let ns: Vec<&[u8]> = keys.iter().map(|k| ns_of(cf, k)).collect();
         let ks: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let mut out = vec![None; keys.len()];
-        for r in self.rows(&sql, &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)])? {
-            let i: i64 = r.get(0);
-            out[(i - 1) as usize] = Some(r.get::<_, Vec<u8>>(1));
+        let rows = self.rows(&self.multi_get_sql(cf), &[(&ns, BYTEA_ARRAY), (&ks, BYTEA_ARRAY)])?;
+        Ok(PgView::found(rows, keys.len()))
+    }
+
+    /// One statement per keyspace, all in one round trip.
+    fn prefetch(&self, keys: &[(Cf, Vec<u8>)]) -> Result<()> {
+        // For each keyspace with keys to read: its namespace and key arrays.
+        type Keys<'k> = Vec<&'k [u8]>;
+        let by_cf: Vec<(Cf, Keys<'_>, Keys<'_>)> = Cf::ALL
+            .iter()
+            .map(|&cf| {
+                let ks: Vec<&[u8]> = keys.iter().filter(|(c, _)| *c == cf).map(|(_, k)| k.as_slice()).collect();
+                (cf, ks.iter().map(|k| ns_of(cf, k)).collect(), ks)
+            })
+            .filter(|(_, _, ks)| !ks.is_empty())
+            .collect();
+        let sql: Vec<String> = by_cf.iter().map(|(cf, _, _)| self.multi_get_sql(*cf)).collect();
+        let params: Vec<[(&(dyn ToSql + Sync), Type); 2]> = by_cf
+            .iter()
+            .map(|(_, ns, ks)| [(ns as &(dyn ToSql + Sync), BYTEA_ARRAY), (ks as _, BYTEA_ARRAY)])
+            .collect();
+        let requests: Vec<Request<'_>> = sql.iter().zip(&params).map(|(sql, p)| Request::Prepared(sql, p)).collect();
+        let answers = self.reads(&requests)?;
+        let mut ahead = self.ahead.borrow_mut();
+        for ((cf, _, ks), rows) in by_cf.iter().zip(answers) {
+            for (k, v) in ks.iter().zip(PgView::found(rows, ks.len())) {
+                ahead[*cf as usize].insert(k.to_vec(), v);
+            }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn cursor(&self, cf: Cf, prefix: &[u8]) -> Box<dyn Cursor + '_> {

@@ -75,6 +75,7 @@ impl Io {
 }
 
 /// One request of a pipeline (`Session::pipeline`).
+#[derive(Clone)]
 pub(super) enum Request<'r> {
     /// Statements without parameters, sent as text (transaction control).
     Text(&'r str),
@@ -160,11 +161,6 @@ impl Session {
         }
         self.prepared.insert(sql.to_owned(), s.clone());
         Ok(s)
-    }
-
-    pub fn query(&mut self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, Error> {
-        let s = self.statement(sql, params)?;
-        self.io.block_on(self.client.query(&s, &values(params)))
     }
 
     pub fn query_one(&mut self, sql: &str, params: &Params<'_>) -> Result<Row, Error> {
