@@ -1,5 +1,6 @@
-"""One-event ADK writes to a store on PostgreSQL, one call each, as a loop of a single agent
-would make them: the median and p90 of a call. Run under strace to count what a write sends
+"""One-event writes to a store on PostgreSQL, one call each, as a loop of a single agent
+would make them (`--kind adk`: `add_events`; `episodes`: `put_episodes`): the median and p90
+of a call. Run under strace to count what a write sends
 to the server (its round trips), which is the same on any machine:
 
     scripts/pg-server start /tmp/pgb/s && . /tmp/pgb/s/env
@@ -27,6 +28,7 @@ def main():
     ap.add_argument("--server", default=os.environ.get("MNEM_PG_URI"), help="postgresql:// URI (default $MNEM_PG_URI)")
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--n", type=int, default=300, help="events, one per call")
+    ap.add_argument("--kind", choices=["adk", "episodes"], default="adk")
     ap.add_argument("--schema", default="pgbench_write_calls")
     a = ap.parse_args()
     if not a.server:
@@ -38,8 +40,13 @@ def main():
     took = []
     for sid, events in sessions:
         for e in events:
-            t = time.perf_counter()
-            store.add_events(B.APP, "user", sid, json.dumps(e))
+            if a.kind == "adk":
+                t = time.perf_counter()
+                store.add_events(B.APP, "user", sid, json.dumps(e))
+            else:
+                episode = {"episode_type": "message", "primary": B.text_of(e)}
+                t = time.perf_counter()
+                store.put_episodes(B.APP, "user", [episode])
             took.append(time.perf_counter() - t)
     store.close()
     with B.peer_connect(a.server) as c:
