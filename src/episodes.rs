@@ -6,9 +6,9 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys::Namespace;
 use crate::record::{Episode, RecordView};
-use crate::store::{now_ms, Cf};
+use crate::store::now_ms;
 use crate::txn::Writers;
-use crate::vector::{VectorIndex, VectorSpace};
+use crate::vector::VectorSpace;
 use uuid::Uuid;
 
 pub use crate::record::{check_embedding, EpisodeInput, Expiry, DEFAULT_EPISODE_TYPE, MAX_DIMENSION};
@@ -38,10 +38,6 @@ pub(crate) fn holds(view: &RecordView<'_>, input: &EpisodeInput) -> bool {
             == input.embedding.as_ref().map(|v| v.iter().map(|x| x.to_bits()).collect())
 }
 
-/// The kinds of episode (type and tags) whose BM25 counters a write reads ahead; a batch of
-/// more kinds reads the rest when it needs them.
-const MAX_KINDS_AHEAD: usize = 16;
-
 impl Engine {
     /// `Mnem::put_episodes` (the public documentation is there).
     /// `line_of(i)`: the line number the messages give `inputs[i]`.
@@ -53,24 +49,7 @@ impl Engine {
     ) -> Result<Vec<Uuid>> {
         let writers = Writers::lock(self)?;
         let mut txn = writers.begin(ns)?;
-        // The reads the write makes whatever its episodes hold, read together: the vector
-        // space and graph header, and the BM25 counters of each kind of episode written.
-        let prefix = ns.prefix();
-        let mut ahead: Vec<(Cf, Vec<u8>)> = VectorIndex::write_reads(&prefix).into();
-        let mut kinds: Vec<(&str, &[String])> = Vec::new();
-        for i in &inputs {
-            let kind = (i.episode_type.as_str(), i.tags.as_slice());
-            if !kinds.contains(&kind) {
-                if kinds.len() == MAX_KINDS_AHEAD {
-                    break;
-                }
-                kinds.push(kind);
-            }
-        }
-        for (episode_type, tags) in kinds {
-            ahead.extend(crate::lexical::index::stats_keys(&prefix, episode_type, tags));
-        }
-        self.store.prefetch(txn.snapshot(), &ahead)?;
+        txn.read_ahead(inputs.iter().map(|i| (i.episode_type.as_str(), i.tags.as_slice())), [])?;
         let before = self.vectors.space(&self.store, txn.snapshot(), ns)?;
         let mut space = before.clone();
         txn.episodes.prefetch(inputs.iter().filter_map(|i| i.id))?;

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::keys::{self, Namespace};
 use crate::record::{Episode, EpisodeInput, RecordView, MAX_RECORD_BYTES};
 use crate::store::{now_ms, Batch, Cf, NsLock, Snapshot, Store};
+use crate::vector::VectorIndex;
 use parking_lot::MutexGuard;
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -20,6 +21,10 @@ use uuid::Uuid;
 /// Stored episodes indexed per batch when a transaction writes many (`WriteTxn::commit_built`):
 /// bounds the batch's memory.
 pub(crate) const CHUNK: usize = 1000;
+
+/// The kinds of episode (type and tags) whose BM25 counters a write reads ahead
+/// (`WriteTxn::read_ahead`); a batch of more kinds reads the rest when it needs them.
+const MAX_KINDS_AHEAD: usize = 16;
 
 /// The writers' lock on an open store: each write reads, decides and commits without another
 /// writer in between (revisions, dedup, bucket order and index counters depend on it).
@@ -90,6 +95,31 @@ impl<'w> WriteTxn<'w> {
 
     pub fn prefix(&self) -> &[u8] {
         self.episodes.prefix()
+    }
+
+    /// Read ahead, in one round trip where the store is remote (`store::View::prefetch`), what
+    /// this write reads whatever its episodes hold: the vector space and graph header, the
+    /// BM25 counters of each of `kinds` (episode type and tags; the first `MAX_KINDS_AHEAD`
+    /// distinct ones), and `more`.
+    pub fn read_ahead<'k>(
+        &self,
+        kinds: impl IntoIterator<Item = (&'k str, &'k [String])>,
+        more: impl IntoIterator<Item = (Cf, Vec<u8>)>,
+    ) -> Result<()> {
+        let prefix = self.prefix();
+        let mut keys: Vec<(Cf, Vec<u8>)> = VectorIndex::write_reads(prefix).into();
+        keys.extend(more);
+        let mut seen: Vec<(&str, &[String])> = Vec::new();
+        for kind in kinds {
+            if seen.len() == MAX_KINDS_AHEAD {
+                break;
+            }
+            if !seen.contains(&kind) {
+                seen.push(kind);
+                keys.extend(crate::lexical::index::stats_keys(prefix, kind.0, kind.1));
+            }
+        }
+        self.engine.store.prefetch(self.snapshot(), &keys)
     }
 
     /// Commit the staged episodes and `batch` with every index's changes, atomically.

@@ -22,9 +22,9 @@ use crate::episodes::{self, EpisodeInput, Expiry};
 use crate::error::{Error, Result};
 use crate::keys::Namespace;
 use crate::record::RecordView;
-use crate::store::{now_ms, Cf};
+use crate::store::now_ms;
 use crate::txn::{WriteTxn, Writers};
-use crate::vector::{VectorIndex, VectorSpace};
+use crate::vector::VectorSpace;
 pub use event::EventOptions;
 use event::{line_context, AdkEvent, Memory};
 use index::{Entry, Place, MEMORY_BUCKET};
@@ -129,15 +129,13 @@ impl Engine {
     /// Begin an ADK write to `ns`.
     fn adk_write<'w>(&self, writers: &'w Writers<'_>, ns: &Namespace, ahead: Ahead<'_>) -> Result<AdkWrite<'w>> {
         let txn = writers.begin(ns)?;
-        // The reads every such write makes whatever its events, read together.
-        let prefix = ns.prefix();
-        let mut keys: Vec<(Cf, Vec<u8>)> = VectorIndex::write_reads(&prefix).into();
-        if let Ahead::Events(session_id, opts) = ahead {
-            keys.extend(AdkState::write_reads(&prefix, session_id));
-            let episode_type = opts.episode_type.as_deref().unwrap_or(EVENT_TYPE);
-            keys.extend(crate::lexical::index::stats_keys(&prefix, episode_type, &opts.tags));
+        match ahead {
+            Ahead::Events(session_id, opts) => {
+                let kind = (opts.episode_type.as_deref().unwrap_or(EVENT_TYPE), opts.tags.as_slice());
+                txn.read_ahead([kind], AdkState::write_reads(txn.prefix(), session_id))?
+            }
+            Ahead::Nothing => txn.read_ahead([], [])?,
         }
-        self.store.prefetch(txn.snapshot(), &keys)?;
         let space = self.vectors.space(&self.store, txn.snapshot(), ns)?;
         Ok(AdkWrite { txn, space_before: space.clone(), space })
     }

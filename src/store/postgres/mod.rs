@@ -612,7 +612,7 @@ impl Drop for PgLock<'_> {
             // on the server, has the lock as soon as the server reads this. An unlock that
             // fails at the server fails because the session is gone, and the lock with it.
             let unlock = format!("SELECT pg_advisory_unlock({LOCK_ID})");
-            if conn.send_unanswered_statement(&unlock, &[(&self.key, BYTEA)]).is_err() {
+            if conn.send_unanswered(&Request::Prepared(&unlock, &[(&self.key, BYTEA)])).is_err() {
                 // A pooled session must not keep the lock for its next user: release every
                 // advisory lock it holds (if this fails too, the session is broken and the
                 // server released them with it; the pool drops a closed connection).
@@ -729,7 +729,7 @@ impl Drop for PgView<'_> {
     fn drop(&mut self) {
         if let Some(mut c) = self.conn.get_mut().take() {
             // Nothing to learn from the answer: a read-only snapshot changed nothing.
-            c.send_unanswered("ROLLBACK");
+            let _ = c.send_unanswered(&Request::Text("ROLLBACK"));
         }
     }
 }

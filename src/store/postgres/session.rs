@@ -230,22 +230,21 @@ impl Session {
         Ok(results.into_iter().map(|r| r.expect("every answer read")).collect())
     }
 
-    /// The prepared statement `sql` sent without waiting for its answer (see
-    /// `send_unanswered`).
-    pub fn send_unanswered_statement(&mut self, sql: &str, params: &Params<'_>) -> Result<(), Error> {
-        let s = self.statement(sql, params)?;
-        let values = values(params);
-        self.io.send(self.client.execute(&s, &values));
+    /// Send `request` without waiting for its answer, which the session's next call reads
+    /// past. For a statement whose answer changes nothing for the caller (the end of a
+    /// read-only snapshot, the release of a lock): it is written to the connection now, so
+    /// the server runs it at once, not at the session's next use, and a failure shows at that
+    /// next use as a closed session. The error is only that of preparing the statement.
+    pub fn send_unanswered(&mut self, request: &Request<'_>) -> Result<(), Error> {
+        match *request {
+            Request::Text(sql) => self.io.send(self.client.batch_execute(sql)),
+            Request::Prepared(sql, params) => {
+                let s = self.statement(sql, params)?;
+                let values = values(params);
+                self.io.send(self.client.execute(&s, &values));
+            }
+        }
         Ok(())
-    }
-
-    /// Send `sql` (statements without parameters) without waiting for its answer, which the
-    /// session's next call reads past. For the end of a read-only snapshot, whose answer
-    /// changes nothing for the caller: the statement is written to the connection now (so
-    /// the server ends the transaction at once, not at the session's next use), and a
-    /// failure shows at that next use as a closed session.
-    pub fn send_unanswered(&mut self, sql: &str) {
-        self.io.send(self.client.batch_execute(sql));
     }
 
     /// A transaction, rolled back unless committed.
