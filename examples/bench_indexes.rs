@@ -7,7 +7,9 @@
 //! - `adk-cold`: `add_events` of N corpus events (default 100,000) in one namespace, 20
 //!   events a call, one session each; the same with `sync_writes` for `--sync-n` events
 //!   (default 10,000). Then, in a fresh process, reopen: the first `search`, warm p50/p99
-//!   over the query set, and the slowest of the corpus's 20 most frequent words.
+//!   over the query set, and the slowest of the corpus's 20 most frequent words. With
+//!   `--hold-postings` the ingest holds every posting in memory (none is moved into the
+//!   index until the store closes): what ingest costs without its background work.
 //! - `keyword`: N episodes (default 100,000) with the corpus texts as `primary`; in a fresh
 //!   process, the first `keyword_search` after reopen, then warm p50/p99.
 //! - `hybrid-cold`: N episodes (default 20,000) with texts and 384-d vectors (`--dim`): a
@@ -63,6 +65,7 @@ struct Args {
     corpus: Option<PathBuf>,
     python: String,
     keep: bool,
+    hold_postings: bool,
     raw: Vec<String>,
 }
 
@@ -83,6 +86,7 @@ fn parse_args() -> Args {
         corpus: None,
         python: "/var/cache/mnem/venv/bin/python".into(),
         keep: false,
+        hold_postings: false,
         raw: raw.clone(),
     };
     let mut it = raw.into_iter();
@@ -103,6 +107,7 @@ fn parse_args() -> Args {
             "--python" => a.python = val(),
             "--phase" => a.phase = Some(val()),
             "--keep" => a.keep = true,
+            "--hold-postings" => a.hold_postings = true,
             s if !s.starts_with("--") && a.scenario.is_empty() => a.scenario = s.to_string(),
             s => usage(&format!("unknown argument {s}")),
         }
@@ -115,7 +120,7 @@ fn usage(msg: &str) -> ! {
     eprintln!("usage: bench_indexes adk-cold|keyword|hybrid-cold|namespaces|beside-writer [--n N] [--sync-n N]");
     eprintln!("       [--queries Q] [--dim D] [--centroids C] [--namespaces K] [--per-ns E] [--writer-n W]");
     eprintln!("       [--out DIR] [--corpus FILE]");
-    eprintln!("       [--python PY] [--keep]");
+    eprintln!("       [--python PY] [--keep] [--hold-postings]");
     std::process::exit(2)
 }
 
@@ -384,8 +389,11 @@ fn event_batches(lines: &[String]) -> Vec<(String, String)> {
     batches
 }
 
-fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool) -> (f64, f64) {
+fn ingest_events(dir: &Path, lines: &[String], sync_writes: bool, hold_postings: bool) -> (f64, f64) {
     let m = open(dir, sync_writes, true);
+    if hold_postings {
+        m.set_postings_limit_for_test(usize::MAX);
+    }
     let ns = Namespace::new("bench", "user");
     let batches = event_batches(lines);
     let cpu = cpu_s();
@@ -417,7 +425,7 @@ fn beside_writer(a: &Args) -> Value {
     let (qs, _) = query_set(a, &texts(&lines[..n]));
     let dir = fresh_dir(a, "beside-writer-store");
     eprintln!("beside-writer: add_events of {n} events");
-    ingest_events(&dir, &lines[..n], false);
+    ingest_events(&dir, &lines[..n], false, false);
     let m = std::sync::Arc::new(open(&dir, false, false));
     let ns = Namespace::new("bench", "user");
     let adk = |m: &Mnem, q: &str| m.search(&ns, q).expect("search").len();
@@ -511,11 +519,11 @@ fn adk_write(a: &Args) -> Value {
     let (qs, top) = query_set(a, &texts(&lines));
     let dir = fresh_dir(a, "adk-store");
     eprintln!("adk-cold: add_events of {n} events");
-    let (rate, cpu) = ingest_events(&dir, &lines, false);
+    let (rate, cpu) = ingest_events(&dir, &lines, false, a.hold_postings);
     let sync_n = a.sync_n.min(n);
     let sync_dir = fresh_dir(a, "adk-sync-store");
     eprintln!("adk-cold: add_events of {sync_n} events with sync_writes");
-    let (sync_rate, _) = ingest_events(&sync_dir, &lines[..sync_n], true);
+    let (sync_rate, _) = ingest_events(&sync_dir, &lines[..sync_n], true, a.hold_postings);
     done_with(a, &sync_dir);
     let cold = cold_process(a, &[]);
     done_with(a, &dir);

@@ -51,14 +51,20 @@ impl Postings {
         &self.bytes[op.0..op.0 + op.1 as usize]
     }
 
-    /// Encode as a run: sorted by key, stably, so that a key's later change stays later.
-    pub fn into_run(mut self) -> Vec<u8> {
-        let mut ops = std::mem::take(&mut self.ops);
-        ops.sort_by(|a, b| self.key(a).cmp(self.key(b)));
-        let mut run = Vec::with_capacity(self.bytes.len() + 9 * ops.len());
-        for &(start, klen, vlen) in &ops {
-            let key_end = start + klen as usize;
-            push_op(&mut run, &self.bytes[start..key_end], vlen.map(|n| &self.bytes[key_end..key_end + n as usize]));
+    /// Encode as a run: sorted by key, a key's later change after its earlier ones.
+    pub fn into_run(self) -> Vec<u8> {
+        // The keys as slices beside their ops' indexes, sorted as plain pairs: the index
+        // breaks ties in push order, so an unstable sort keeps a key's changes in order, and a
+        // comparison is one slice comparison. (A stable sort of the ops through a closure that
+        // looked up their keys took 15% more instructions.)
+        let mut order: Vec<(&[u8], u32)> =
+            self.ops.iter().enumerate().map(|(i, op)| (self.key(op), len32(i))).collect();
+        order.sort_unstable();
+        let mut run = Vec::with_capacity(self.bytes.len() + 9 * self.ops.len());
+        for &(key, i) in &order {
+            let (start, klen, vlen) = self.ops[i as usize];
+            let value_start = start + klen as usize;
+            push_op(&mut run, key, vlen.map(|n| &self.bytes[value_start..value_start + n as usize]));
         }
         run
     }
@@ -416,6 +422,17 @@ mod tests {
     fn a_run_is_sorted_stably_and_round_trips() {
         let run = encode_run(vec![put("b", "1"), del("a"), put("a", ""), put("c", "xyz")]);
         assert_eq!(ops(&run), vec![del("a"), put("a", ""), put("b", "1"), put("c", "xyz")]);
+    }
+
+    #[test]
+    fn a_long_run_keeps_each_keys_changes_in_the_order_they_came() {
+        // Long enough that the sort partitions (short slices are sorted by insertion, which
+        // keeps ties in order whatever the comparison says).
+        let keys = ["k3", "k0", "k7", "k1", "k5", "k2", "k9", "k4", "k8", "k6"];
+        let changes: Vec<Op> = (0..500).map(|i| put(keys[(i * 7 + i / 13) % keys.len()], &format!("{i:03}"))).collect();
+        let mut expected = changes.clone();
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(ops(&encode_run(changes)), expected);
     }
 
     #[test]
