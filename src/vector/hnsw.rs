@@ -44,27 +44,73 @@ pub struct Hnsw {
 }
 
 /// Dot product summed in a fixed order (sixteen lanes, then a fixed tree, then the tail):
-/// the same bits on every CPU, so the same inserts build the same graph, and a form LLVM
-/// vectorizes with baseline SSE2 into four independent accumulators (distances are most of
-/// the build time, and one accumulator chain would wait on each add's latency).
+/// the same bits on every CPU, so the same inserts build the same graph. Distances are most
+/// of a graph's build, so the lanes run on the widest vector unit the CPU has, found at run
+/// time: floating-point adds and multiplies are never reordered or fused by the compiler,
+/// so each lane's sum has the same bits whatever the width of the unit.
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..16 {
-            acc[i] += x[i] * y[i];
+    #[cfg(target_arch = "x86_64")]
+    let acc = if std::arch::is_x86_feature_detected!("avx512f") {
+        #[allow(unsafe_code)]
+        // SAFETY: the CPU has AVX-512F (just checked), all `lanes_avx512` asks of it.
+        unsafe {
+            lanes_avx512(a, b)
         }
-    }
+    } else if std::arch::is_x86_feature_detected!("avx2") {
+        #[allow(unsafe_code)]
+        // SAFETY: the CPU has AVX2 (just checked), all `lanes_avx2` asks of it.
+        unsafe {
+            lanes_avx2(a, b)
+        }
+    } else {
+        lanes_baseline(a, b)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let acc = lanes_baseline(a, b);
+    let n = a.len().min(b.len()) / 16 * 16;
     let mut l = [0f32; 4];
     for (i, x) in l.iter_mut().enumerate() {
         *x = (acc[i] + acc[i + 8]) + (acc[i + 4] + acc[i + 12]);
     }
     let mut s = (l[0] + l[2]) + (l[1] + l[3]);
-    for (x, y) in ra.iter().zip(rb) {
+    for (x, y) in a[n..].iter().zip(&b[n..]) {
         s += x * y;
     }
     s
+}
+
+/// `dot`'s sixteen lane sums (lane `i` sums the products at `16k + i`), in a function of
+/// their own: inlined beside the reduction after them, the compiler vectorized them two lanes
+/// at a time; alone, one vector operation covers 4 lanes (SSE2), 8 (AVX2) or 16 (AVX-512).
+#[inline(always)]
+fn lanes(a: &[f32], b: &[f32]) -> [f32; 16] {
+    let mut acc = [0f32; 16];
+    for (x, y) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
+        let (x, y): (&[f32; 16], &[f32; 16]) = (x.try_into().expect("16"), y.try_into().expect("16"));
+        for i in 0..16 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc
+}
+
+#[inline(never)]
+fn lanes_baseline(a: &[f32], b: &[f32]) -> [f32; 16] {
+    lanes(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline(never)]
+fn lanes_avx2(a: &[f32], b: &[f32]) -> [f32; 16] {
+    lanes(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline(never)]
+fn lanes_avx512(a: &[f32], b: &[f32]) -> [f32; 16] {
+    lanes(a, b)
 }
 
 /// Nodes seen by one layer search: a bitset, cheaper than hashing on the hot path.
@@ -397,5 +443,72 @@ impl Hnsw {
             .collect();
         all.sort_unstable();
         all.into_iter().filter(|c| keep(c.node)).take(k).map(|c| (c.node, 1.0 - c.dist)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values with widely different magnitudes and signs, so that any change in the order of
+    /// the sums changes their bits.
+    fn values(n: usize, seed: &mut u64) -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                let m = (*seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+                m * 2f32.powi((*seed % 40) as i32 - 20)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_vector_unit_sums_the_bits_of_the_plain_lane_sums() {
+        let mut seed = 0x2545_F491_4F6C_DD1D;
+        type Lanes = fn(&[f32], &[f32]) -> [f32; 16];
+        let mut variants: Vec<(&str, Lanes)> = vec![("baseline", lanes_baseline)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[allow(unsafe_code)]
+            fn avx2(a: &[f32], b: &[f32]) -> [f32; 16] {
+                // SAFETY: only pushed below when the CPU has AVX2.
+                unsafe { lanes_avx2(a, b) }
+            }
+            #[allow(unsafe_code)]
+            fn avx512(a: &[f32], b: &[f32]) -> [f32; 16] {
+                // SAFETY: only pushed below when the CPU has AVX-512F.
+                unsafe { lanes_avx512(a, b) }
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                variants.push(("avx2", avx2));
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                variants.push(("avx512", avx512));
+            }
+        }
+        for len in (0..=80).chain([383, 384, 768, 1536]) {
+            for _ in 0..20 {
+                let (a, b) = (values(len, &mut seed), values(len, &mut seed));
+                // Lane by lane, in the plain order of the sums.
+                let mut want = [0f32; 16];
+                for (i, (x, y)) in a.iter().zip(&b).enumerate().take(len / 16 * 16) {
+                    want[i % 16] += x * y;
+                }
+                for (name, f) in &variants {
+                    assert_eq!(f(&a, &b).map(f32::to_bits), want.map(f32::to_bits), "{name}, length {len}");
+                }
+            }
+        }
+        // The order is the documented one, not merely some fixed one: lane sums, then the tree.
+        let (a, b) = (values(33, &mut seed), values(33, &mut seed));
+        let mut acc = [0f32; 16];
+        for i in 0..32 {
+            acc[i % 16] += a[i] * b[i];
+        }
+        let l: Vec<f32> = (0..4).map(|i| (acc[i] + acc[i + 8]) + (acc[i + 4] + acc[i + 12])).collect();
+        let want = ((l[0] + l[2]) + (l[1] + l[3])) + a[32] * b[32];
+        assert_eq!(dot(&a, &b).to_bits(), want.to_bits());
     }
 }
