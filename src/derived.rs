@@ -41,6 +41,10 @@ pub(crate) struct Placement {
     /// Episodes never indexed for `mnem_search` (an older store's episodes whose memory id
     /// was tombstoned).
     pub excluded: HashSet<Uuid>,
+    /// Episodes whose primary text is exactly the text of their content's parts (the ADK
+    /// write path stores an event so), which the ADK index then reads without parsing the
+    /// content again.
+    pub primary_is_content_text: HashSet<Uuid>,
 }
 
 /// Key changes of one index in the `index` keyspace: postings (many per episode, which the

@@ -308,7 +308,16 @@ pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], placement: &Place
         } else {
             continue;
         };
-        add(&mut ops, ctx.prefix, &doc_key, e, place);
+        // An ADK event's primary text is its content's text (the writer made it so): no need
+        // to parse the content again.
+        let parsed;
+        let text = if placement.primary_is_content_text.contains(&e.id) {
+            e.primary.as_str()
+        } else {
+            parsed = indexed_text(e);
+            parsed.as_str()
+        };
+        add(&mut ops, ctx.prefix, &doc_key, e, text, place);
     }
     ops.apply(batch);
     Ok(())
@@ -333,11 +342,13 @@ fn remove(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], d: &Doc) {
     }
 }
 
-fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, place: Place) {
-    let text = indexed_text(e);
-    let words = tokenizer::searchable_words(&text);
-    // ADK skips events without a searchable word, whatever their substrings.
-    let haystack = if words.is_empty() { String::new() } else { tokenizer::haystack(&text) };
+fn add(ops: &mut KeyOps, prefix: &[u8], doc_key: &[u8], e: &Episode, text: &str, place: Place) {
+    let text = tokenizer::nfc(text);
+    let words = tokenizer::searchable_words_of_nfc(&text);
+    // ADK skips events without a searchable word, whatever their substrings. An ASCII text
+    // has neither chars nor pairs to index (both need a char that is not ASCII), so no
+    // haystack is kept for it.
+    let haystack = if words.is_empty() || text.is_ascii() { String::new() } else { tokenizer::haystack_of_nfc(&text) };
     let mut chars: Vec<char> = haystack.chars().filter(|&c| !c.is_ascii() && may_be_in_a_token(c)).collect();
     chars.sort_unstable();
     chars.dedup();

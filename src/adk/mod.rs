@@ -94,7 +94,8 @@ impl AdkWrite<'_> {
         Ok(Bucket { position: next, next_seq: 0 })
     }
 
-    /// Stage a new event episode (line `line` of the batch) at `(bucket, seq)`.
+    /// Stage a new event episode (line `line` of the batch) at `(bucket, seq)`. `input` is an
+    /// event's (`event_input`): its primary text is its content's text.
     fn append(&mut self, line: usize, input: EpisodeInput, bucket: u32, seq: u64) -> Result<Uuid> {
         let event_id = input.event_id.clone().unwrap_or_default();
         if let Some(v) = &input.embedding {
@@ -110,6 +111,7 @@ impl AdkWrite<'_> {
             .map_err(|e| e.context(format!("{}: event {event_id:?}", line_context(line))))?;
         self.changes().put_order(bucket, seq, &id);
         self.txn.placement.places.insert(id, (bucket, seq));
+        self.txn.placement.primary_is_content_text.insert(id);
         Ok(id)
     }
 

@@ -66,7 +66,26 @@ pub fn nfc(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Python `str.lower()` (full mapping, Final_Sigma in context), ASCII fast path.
+/// The chars of the Basic Multilingual Plane whose lowercase mapping is themselves, as a
+/// bitmap: most non-ASCII text the index sees (CJK, kana, Hangul, Arabic, ...) has no case,
+/// and the standard library's mapping is a table search per char.
+fn bmp_lower_is_self() -> &'static [u64; 1024] {
+    static TABLE: std::sync::OnceLock<Box<[u64; 1024]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0u64; 1024]);
+        for c in (0u32..0x10000).filter_map(char::from_u32) {
+            let mut l = c.to_lowercase();
+            if l.next() == Some(c) && l.next().is_none() {
+                t[(c as u32 >> 6) as usize] |= 1 << (c as u32 & 63);
+            }
+        }
+        t
+    })
+}
+
+/// Python `str.lower()` (full mapping, Final_Sigma in context), borrowing when no char
+/// changes. A string whose every char maps to itself is its own lowercase (Final_Sigma
+/// only changes `Σ`, which maps to `σ` alone).
 pub fn lower(s: &str) -> Cow<'_, str> {
     if s.is_ascii() {
         if s.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -75,7 +94,16 @@ pub fn lower(s: &str) -> Cow<'_, str> {
             Cow::Borrowed(s)
         }
     } else {
-        Cow::Owned(s.to_lowercase())
+        let table = bmp_lower_is_self();
+        let unchanged = s.chars().all(|c| {
+            let u = c as u32;
+            u < 0x10000 && table[(u >> 6) as usize] & (1 << (u & 63)) != 0
+        });
+        if unchanged {
+            Cow::Borrowed(s)
+        } else {
+            Cow::Owned(s.to_lowercase())
+        }
     }
 }
 
@@ -94,8 +122,12 @@ fn word_runs(text: &str) -> impl Iterator<Item = &str> {
 
 /// `_extract_words_lower`: the distinct lowercased `\w+` tokens of NFC(text), sorted.
 pub fn words_lower(text: &str) -> Vec<String> {
-    let text = nfc(text);
-    let mut out: Vec<String> = word_runs(&text).map(|r| lower(r).into_owned()).collect();
+    words_lower_of_nfc(&nfc(text))
+}
+
+/// `words_lower` of text already in NFC (`nfc`).
+fn words_lower_of_nfc(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = word_runs(text).map(|r| lower(r).into_owned()).collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -104,7 +136,13 @@ pub fn words_lower(text: &str) -> Vec<String> {
 /// `_extract_searchable_words`: `words_lower`, plus the Latin/non-Latin runs of every
 /// non-ASCII token (tested after lowercasing). Distinct, sorted.
 pub fn searchable_words(text: &str) -> Vec<String> {
-    let mut words = words_lower(text);
+    searchable_words_of_nfc(&nfc(text))
+}
+
+/// `searchable_words` of text already in NFC (`nfc`): the index normalizes an event's text
+/// once for its words and its haystack.
+pub fn searchable_words_of_nfc(text: &str) -> Vec<String> {
+    let mut words = words_lower_of_nfc(text);
     let n = words.len();
     for i in 0..n {
         if words[i].is_ascii() {
@@ -132,7 +170,12 @@ pub fn searchable_words(text: &str) -> Vec<String> {
 
 /// The substring haystack: `unicodedata.normalize('NFC', text).lower()`.
 pub fn haystack(text: &str) -> String {
-    lower(&nfc(text)).into_owned()
+    haystack_of_nfc(&nfc(text))
+}
+
+/// `haystack` of text already in NFC (`nfc`).
+pub fn haystack_of_nfc(text: &str) -> String {
+    lower(text).into_owned()
 }
 
 #[cfg(test)]
@@ -192,6 +235,31 @@ mod tests {
         assert_eq!(sorted(searchable_words("Москваcity")), set(&["москваcity", "москва", "city"]));
         assert_eq!(sorted(searchable_words("x²y")), set(&["x²y", "x", "²", "y"]));
         assert_eq!(sorted(searchable_words("a‿b")), set(&["a", "b"]));
+    }
+
+    #[test]
+    fn lower_borrows_exactly_the_strings_the_full_mapping_leaves_alone() {
+        // Every BMP char alone, and beside a capital sigma (whose mapping depends on its
+        // neighbours), against the standard library's full mapping.
+        for c in (0u32..0x10000).filter_map(char::from_u32) {
+            for s in [c.to_string(), format!("{c}\u{3a3}"), format!("\u{3a3}{c}"), format!("a{c}\u{3a3}")] {
+                let l = lower(&s);
+                assert_eq!(l, s.to_lowercase(), "{s:?}");
+                assert_eq!(matches!(l, Cow::Borrowed(_)), s == s.to_lowercase(), "{s:?}");
+            }
+        }
+        assert!(matches!(lower("東京タワー한국어"), Cow::Borrowed(_)));
+        assert_eq!(lower("東京Ω"), "東京ω");
+        assert_eq!(lower("\u{10400}"), "\u{10428}", "outside the BMP: the full mapping");
+    }
+
+    #[test]
+    fn words_and_haystack_of_normalized_text_equal_the_plain_ones() {
+        for text in ["Cafe\u{301} Straße", "ΟΔΟΣ'Α İstanbul", "今日はPythonを勉強", "x²y a‿b", ""] {
+            let n = nfc(text);
+            assert_eq!(searchable_words_of_nfc(&n), searchable_words(text), "{text:?}");
+            assert_eq!(haystack_of_nfc(&n), haystack(text), "{text:?}");
+        }
     }
 
     #[test]

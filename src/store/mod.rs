@@ -223,6 +223,14 @@ pub(crate) struct BatchOps {
 }
 
 impl BatchOps {
+    /// At least the bytes of the ops' keys and values plus 12 per op: what a store's own
+    /// batch encoding of them needs, reserved up front so that it never grows by copying.
+    pub fn size_bound(&self) -> usize {
+        // Each op here spends 10 bytes beside its key and value (kind, keyspace, two u32
+        // lengths), so a fifth more covers 12 per op.
+        self.bytes.len() + self.bytes.len() / 5
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = Op<'_>> {
         let mut rest = self.bytes.as_slice();
         std::iter::from_fn(move || {

@@ -50,6 +50,11 @@ pub(crate) fn journal_key(seq: u64) -> Vec<u8> {
     [JOURNAL_PREFIX, &seq.to_be_bytes()].concat()
 }
 
+/// At least the bytes the put of `run`'s journal entry adds to a RocksDB batch.
+pub(crate) fn journal_put_bound(run: &[u8]) -> usize {
+    run.len() + JOURNAL_PREFIX.len() + 8 + 12
+}
+
 /// The journal's entries in the store, in sequence order.
 pub(crate) fn read_journal(rocks: &Rocks) -> Result<Vec<(u64, Vec<u8>)>> {
     let mut out = Vec::new();
@@ -235,7 +240,10 @@ impl Behind {
 
     fn write_runs(&self, runs: &[Arc<Vec<u8>>], seqs: Range<u64>) -> Result<()> {
         let refs: Vec<&[u8]> = runs.iter().map(|r| r.as_slice()).collect();
-        let mut b = WriteBatch::default();
+        // A run spends more bytes per op than the batch does, so its size is room enough
+        // for its puts, and the batch never grows by copying (about 4 MiB per move).
+        let room = refs.iter().map(|r| r.len()).sum::<usize>() + 32 * (seqs.end - seqs.start) as usize;
+        let mut b = WriteBatch::with_capacity_bytes(room);
         stage_runs(&self.store, &refs, seqs, &mut b)?;
         self.store.write(b)
     }

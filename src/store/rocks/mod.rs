@@ -74,7 +74,7 @@ impl Backend for RocksBackend {
     }
 
     fn write(&self, ops: BatchOps, postings: Option<Vec<u8>>) -> Result<()> {
-        let batch = self.rocks.batch(&ops)?;
+        let batch = self.rocks.batch(&ops, postings.as_ref().map_or(0, |run| deferred::journal_put_bound(run)))?;
         self.behind.commit(batch, postings)
     }
 
