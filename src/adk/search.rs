@@ -104,8 +104,8 @@ struct NonAscii<'s> {
     /// Places of all `lists` whose text holds the token, ascending, all before the places of
     /// `lists`: their texts are read in batches (one round trip each on a networked store).
     found: VecDeque<Vec<u8>>,
-    /// Candidates whose texts the next batch reads: doubling, since a query often needs only
-    /// the first few matches.
+    /// Candidates whose texts the next batch reads: doubling as the stream is read in order
+    /// (a query often needs only the first few matches), back to the first after a seek.
     batch: usize,
     current: Option<Vec<u8>>,
 }
@@ -297,6 +297,10 @@ impl NonAscii<'_> {
             for c in &mut self.lists {
                 c.seek(target)?;
             }
+            // A stream sought is asked for its first match from `target` on, and is often
+            // sought again past what a large batch would check (a common token beside a
+            // rare one): the texts read after a jump start from the first batch again.
+            self.batch = FIRST_CHECK_BATCH;
         }
         self.settle()
     }
