@@ -3,9 +3,8 @@
 //! ADK scores an event by the number of distinct query tokens it matches: an ASCII token
 //! matches a searchable word, a non-ASCII token a searchable word or a substring of the
 //! event's lowercased NFC text. The places whose text may hold a non-ASCII token are those
-//! holding each of its char pairs (at most `MAX_PAIR_LISTS` of them, the shortest where the
-//! store can tell; a token of one char: its char); a token of three chars or more is then
-//! looked for in their texts. (An index
+//! holding each of its char pairs (at most `MAX_PAIR_LISTS` of them; a token of one char:
+//! its char); a token of three chars or more is then looked for in their texts. (An index
 //! written before pairs were indexed is searched by the token's chars instead, every
 //! candidate's text checked.) The top `MAX_RESULTS` by score, ties in place order, are
 //! found document-at-a-time over each token's stream of matching places in place order,
@@ -115,9 +114,6 @@ struct NonAscii<'s> {
 /// texts (it has more than two chars).
 const MAX_PAIR_LISTS: usize = 4;
 
-/// The most pair lists of a token whose sizes are asked for, to read the shortest.
-const MAX_PAIRS_SIZED: usize = 16;
-
 /// The first and the largest batch of texts read at once to check candidates.
 const FIRST_CHECK_BATCH: usize = 16;
 const LAST_CHECK_BATCH: usize = 1_024;
@@ -131,7 +127,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn of(store: &Store, ns_prefix: &[u8], token: &str, pairs: bool) -> Plan {
+    fn of(ns_prefix: &[u8], token: &str, pairs: bool) -> Plan {
         let mut lists = vec![index::word_prefix(ns_prefix, token)];
         let mut check = false;
         if !token.is_ascii() {
@@ -140,36 +136,11 @@ impl Plan {
             // holds for each of its chars); the check keeps a token without any on its chars.
             let mut token_pairs = if pairs && len > 1 { index::char_pairs(token) } else { Vec::new() };
             if token_pairs.len() > MAX_PAIR_LISTS {
-                // A long token (a run of CJK text) has dozens of pairs; a few of them already
-                // leave few candidates, and each list read costs (on a networked store, a
-                // page of rows before the first candidate). The shortest lists, where the
-                // store can tell their sizes without reading them; else (and among lists of
-                // one size) pairs spread over the sorted ones. Which lists are read changes
-                // the work, never the answer: every candidate holds all of them.
+                // A long token (a run of CJK text) has dozens of pairs; a few of them, spread
+                // over its sorted pairs, already leave few candidates, and each list read
+                // costs (on a networked store, a page of rows before the first candidate).
                 let n = token_pairs.len();
-                let spread: Vec<usize> = (0..MAX_PAIR_LISTS).map(|i| i * (n - 1) / (MAX_PAIR_LISTS - 1)).collect();
-                // Sizes of at most `MAX_PAIRS_SIZED` of them (each costs about a microsecond),
-                // the spread ones among them.
-                let mut sized: Vec<usize> = (0..MAX_PAIRS_SIZED.min(n))
-                    .map(|i| i * (n - 1) / (MAX_PAIRS_SIZED.min(n) - 1))
-                    .chain(spread.iter().copied())
-                    .collect();
-                sized.sort_unstable();
-                sized.dedup();
-                let prefixes: Vec<Vec<u8>> =
-                    sized.iter().map(|&i| index::pair_prefix(ns_prefix, token_pairs[i])).collect();
-                let picked: Vec<usize> = match store.prefix_size_hints(Cf::Index, &prefixes) {
-                    Some(sizes) => {
-                        let mut by: Vec<(u64, bool, usize)> =
-                            sized.iter().zip(sizes).map(|(&i, size)| (size, !spread.contains(&i), i)).collect();
-                        by.sort_unstable();
-                        let mut by: Vec<usize> = by.into_iter().take(MAX_PAIR_LISTS).map(|(_, _, i)| i).collect();
-                        by.sort_unstable();
-                        by
-                    }
-                    None => spread,
-                };
-                token_pairs = picked.into_iter().map(|i| token_pairs[i]).collect();
+                token_pairs = (0..MAX_PAIR_LISTS).map(|i| token_pairs[i * (n - 1) / (MAX_PAIR_LISTS - 1)]).collect();
             }
             let by_pairs = !token_pairs.is_empty();
             if by_pairs {
@@ -362,7 +333,7 @@ pub(crate) fn search_where(
     pairs: bool,
     mut accept: Option<Accept<'_>>,
 ) -> Result<Vec<Entry>> {
-    let plans: Vec<Plan> = tokenizer::words_lower(query).iter().map(|t| Plan::of(store, ns_prefix, t, pairs)).collect();
+    let plans: Vec<Plan> = tokenizer::words_lower(query).iter().map(|t| Plan::of(ns_prefix, t, pairs)).collect();
     let mut cursors =
         Cursor::open_all(store, snap, plans.iter().flat_map(|p| p.lists.iter().cloned()).collect(), now)?.into_iter();
     let mut streams = Vec::with_capacity(plans.len());

@@ -310,11 +310,6 @@ pub(crate) trait Backend: Send + Sync {
     fn erase(&self, ranges: &[KeyRange<'_>]) -> Result<()>;
     /// About how many bytes of files the keys in `[from, to)` of `cf` take.
     fn approximate_bytes(&self, cf: Cf, from: &[u8], to: &[u8]) -> u64;
-    /// About how many bytes of files the keys of each prefix take, where the backend knows
-    /// it without reading them (a hint for which lists to read first; None: no hint).
-    fn prefix_size_hints(&self, _cf: Cf, _prefixes: &[Vec<u8>]) -> Option<Vec<u64>> {
-        None
-    }
     /// Copy the store, consistently, to the new directory `dest` (writes wait; the caller
     /// holds the writers' lock).
     fn backup(&self, dest: &str) -> Result<()>;
@@ -572,11 +567,6 @@ impl Store {
 
     pub(crate) fn approximate_bytes(&self, cf: Cf, from: &[u8], to: &[u8]) -> u64 {
         self.backend.approximate_bytes(cf, from, to)
-    }
-
-    /// See `Backend::prefix_size_hints`.
-    pub(crate) fn prefix_size_hints(&self, cf: Cf, prefixes: &[Vec<u8>]) -> Option<Vec<u64>> {
-        self.backend.prefix_size_hints(cf, prefixes)
     }
 
     pub(crate) fn backup(&self, dest: &str) -> Result<()> {

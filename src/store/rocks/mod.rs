@@ -119,18 +119,6 @@ impl Backend for RocksBackend {
         sizes.iter().sum()
     }
 
-    fn prefix_size_hints(&self, cf: Cf, prefixes: &[Vec<u8>]) -> Option<Vec<u64>> {
-        // From the files' index blocks alone (no data read; keys still in a memtable count
-        // nothing): a list within one data block is 0, a long one its blocks' bytes.
-        let ends: Vec<Vec<u8>> = prefixes
-            .iter()
-            .map(|p| crate::keys::prefix_successor(p).unwrap_or_else(|| vec![0xFF; p.len() + 1]))
-            .collect();
-        let ranges: Vec<rocksdb::Range<'_>> =
-            prefixes.iter().zip(&ends).map(|(p, e)| rocksdb::Range::new(p.as_slice(), e.as_slice())).collect();
-        Some(self.rocks.db.get_approximate_sizes_cf(self.rocks.cf(cf), &ranges))
-    }
-
     fn backup(&self, dest: &str) -> Result<()> {
         // Not needed for consistency (the copy has the journal), but a copy without one
         // opens read-only without an overlay.
