@@ -213,22 +213,29 @@ impl Batch {
     /// The ops in order, and the postings (none: `None`).
     fn into_parts(self) -> (BatchOps, Option<Vec<u8>>) {
         let run = (!self.postings.is_empty()).then(|| self.postings.into_run());
-        (BatchOps { bytes: self.bytes }, run)
+        (BatchOps { bytes: self.bytes, ops: self.ops }, run)
     }
 }
 
 /// A batch's ops, as a backend receives them.
 pub(crate) struct BatchOps {
     bytes: Vec<u8>,
+    ops: usize,
 }
 
+/// The bytes `Batch::push` spends on an op beside its two parts: kind, keyspace and the
+/// parts' u32 lengths.
+const OP_OVERHEAD: usize = 2 + 2 * 4;
+
 impl BatchOps {
-    /// At least the bytes of the ops' keys and values plus 12 per op: what a store's own
-    /// batch encoding of them needs, reserved up front so that it never grows by copying.
-    pub fn size_bound(&self) -> usize {
-        // Each op here spends 10 bytes beside its key and value (kind, keyspace, two u32
-        // lengths), so a fifth more covers 12 per op.
-        self.bytes.len() + self.bytes.len() / 5
+    pub fn op_count(&self) -> usize {
+        self.ops
+    }
+
+    /// The bytes of the ops' keys and values (and range bounds), for a backend that sizes its
+    /// own encoding of them up front.
+    pub fn part_bytes(&self) -> usize {
+        self.bytes.len() - self.ops * OP_OVERHEAD
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Op<'_>> {

@@ -19,6 +19,17 @@ const LOCK_FILE: &str = "mnem.lock";
 /// RocksDB's count of failed flushes and compactions since open.
 const BACKGROUND_ERRORS: &str = "rocksdb.background-errors";
 
+/// The bytes a RocksDB batch of `ops` and `more` bytes of puts after them takes, at most.
+fn batch_room(ops: &BatchOps, more: usize) -> usize {
+    BATCH_HEADER + ops.part_bytes() + ops.op_count() * BATCH_OP_OVERHEAD + more
+}
+
+/// The bytes a RocksDB write batch spends on itself (sequence number and count).
+pub(super) const BATCH_HEADER: usize = 12;
+/// At most the bytes a RocksDB write batch spends on an op beside its key and value (a tag,
+/// the column family and two lengths as varints), for keys and values under 256 MiB.
+pub(super) const BATCH_OP_OVERHEAD: usize = 1 + 1 + 4 + 4;
+
 /// The open database: what the backend and its mover thread (`Behind`) share.
 pub(crate) struct Rocks {
     pub(super) db: DB,
@@ -176,7 +187,7 @@ impl Rocks {
     /// A RocksDB batch of `ops`, with room for `more` bytes of puts after them (a batch that
     /// outgrows its buffer copies all of it; a write of 20 events is about 70 KB).
     pub(super) fn batch(&self, ops: &BatchOps, more: usize) -> Result<WriteBatch> {
-        let mut b = WriteBatch::with_capacity_bytes(ops.size_bound() + more);
+        let mut b = WriteBatch::with_capacity_bytes(batch_room(ops, more));
         for op in ops.iter() {
             match op {
                 Op::Put(cf, k, v) => b.put_cf(self.cf(cf), k, v),
@@ -435,6 +446,32 @@ impl From<rocksdb::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The room a write reserves covers the batch RocksDB builds of its ops and its journal
+    /// entry, so the batch never grows by copying.
+    #[test]
+    fn a_write_batch_fits_the_room_reserved_for_it() {
+        let rocks = Rocks::open(MEMORY_PATH, OpenOptions { create: true, ..Default::default() }, false).unwrap();
+        let mut batch = crate::store::Batch::default();
+        batch.put(Cf::Episodes, [7u8; 40], vec![1u8; 3_000]);
+        batch.put(Cf::Index, b"k", b"");
+        batch.delete(Cf::Index, [9u8; 200]);
+        batch.delete_range(Cf::Index, b"a", b"b");
+        let mut postings = crate::store::runs::Postings::default();
+        for i in 0..500u32 {
+            postings.push(|k| k.extend_from_slice(format!("posting/{i:05}").as_bytes()), Some(&i.to_le_bytes()));
+        }
+        batch.add_postings(postings);
+        let (ops, run) = batch.into_parts();
+        let run = run.expect("postings");
+        let more = super::super::deferred::journal_put_bound(&run);
+        let room = batch_room(&ops, more);
+        let mut b = rocks.batch(&ops, more).unwrap();
+        b.put_cf(rocks.cf(Cf::Meta), super::super::deferred::journal_key(1), &run);
+        assert!(b.size_in_bytes() <= room, "{} bytes written, {room} reserved", b.size_in_bytes());
+        // And not far more than it needs.
+        assert!(room - b.size_in_bytes() < 64 + ops.op_count() * BATCH_OP_OVERHEAD);
+    }
 
     /// Level-0 files of `index` left after six flushes (RocksDB compacts from four) once
     /// every compaction the store would start has ended.

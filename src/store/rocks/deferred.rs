@@ -50,9 +50,12 @@ pub(crate) fn journal_key(seq: u64) -> Vec<u8> {
     [JOURNAL_PREFIX, &seq.to_be_bytes()].concat()
 }
 
+/// The bytes a journal key's op adds to a RocksDB batch, beside its value.
+const JOURNAL_OP_BYTES: usize = JOURNAL_PREFIX.len() + 8 + super::db::BATCH_OP_OVERHEAD;
+
 /// At least the bytes the put of `run`'s journal entry adds to a RocksDB batch.
 pub(crate) fn journal_put_bound(run: &[u8]) -> usize {
-    run.len() + JOURNAL_PREFIX.len() + 8 + 12
+    run.len() + JOURNAL_OP_BYTES
 }
 
 /// The journal's entries in the store, in sequence order.
@@ -240,9 +243,12 @@ impl Behind {
 
     fn write_runs(&self, runs: &[Arc<Vec<u8>>], seqs: Range<u64>) -> Result<()> {
         let refs: Vec<&[u8]> = runs.iter().map(|r| r.as_slice()).collect();
-        // A run spends more bytes per op than the batch does, so its size is room enough
-        // for its puts, and the batch never grows by copying (about 4 MiB per move).
-        let room = refs.iter().map(|r| r.len()).sum::<usize>() + 32 * (seqs.end - seqs.start) as usize;
+        // A run spends more bytes per op than the batch does (`runs`: 9 beside key and value),
+        // so its size is room enough for its puts, and the batch never grows by copying
+        // (about 4 MiB per move); then a delete of each journal entry.
+        let room = super::db::BATCH_HEADER
+            + refs.iter().map(|r| r.len()).sum::<usize>()
+            + JOURNAL_OP_BYTES * (seqs.end - seqs.start) as usize;
         let mut b = WriteBatch::with_capacity_bytes(room);
         stage_runs(&self.store, &refs, seqs, &mut b)?;
         self.store.write(b)
