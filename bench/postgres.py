@@ -41,10 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bindings" / "python"))
-os.environ.setdefault("MNEM_LIB", os.path.join(os.environ.get("CARGO_TARGET_DIR", "/var/cache/mnem/target"),
-                                               "release", "libmnem.so"))
+from mnem_env import ROOT  # noqa: E402,F401 (first: the binding and MNEM_LIB)
 
 import mnem  # noqa: E402
 

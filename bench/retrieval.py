@@ -54,11 +54,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bindings" / "python"))
-sys.path.insert(0, str(ROOT / "bench"))
-os.environ.setdefault("MNEM_LIB", os.path.join(os.environ.get("CARGO_TARGET_DIR", "/var/cache/mnem/target"),
-                                               "release", "libmnem.so"))
+from mnem_env import ROOT  # noqa: E402,F401 (first: the binding and MNEM_LIB)
 
 import numpy as np  # noqa: E402
 
