@@ -36,15 +36,23 @@ impl<'a> IndexWrite<'a> {
 /// Where the episodes of a write sit in ADK's tie order, as the writer decided.
 #[derive(Debug, Default)]
 pub(crate) struct Placement {
-    /// `(bucket position, sequence)` of the events the ADK write path appended.
-    pub places: HashMap<Uuid, (u32, u64)>,
+    /// Where the ADK events of the write sit in their session's bucket.
+    pub places: HashMap<Uuid, Placed>,
     /// Episodes never indexed for `mnem_search` (an older store's episodes whose memory id
     /// was tombstoned).
     pub excluded: HashSet<Uuid>,
-    /// Episodes whose primary text is exactly the text of their content's parts (the ADK
-    /// write path stores an event so), which the ADK index then reads without parsing the
-    /// content again.
-    pub primary_is_content_text: HashSet<Uuid>,
+}
+
+/// An ADK event's place in ADK's tie order, as the writer decided it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placed {
+    pub bucket: u32,
+    pub seq: u64,
+    /// The event's primary text is exactly the text of its content's parts (the ADK write
+    /// path stores a new event so), which the ADK index then reads without parsing the
+    /// content again. An import or an upgrade places events whose primary text it does not
+    /// vouch for.
+    pub primary_is_content_text: bool,
 }
 
 /// Key changes of one index in the `index` keyspace: postings (many per episode, which the

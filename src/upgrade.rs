@@ -6,7 +6,7 @@
 use crate::adk::index::{self, PAIRS_FORMAT};
 use crate::adk::memory_id;
 use crate::adk::state::AdkState;
-use crate::derived::Placement;
+use crate::derived::{Placed, Placement};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::keys;
@@ -123,7 +123,7 @@ fn placement(m: &Engine, snap: &Snapshot<'_>, prefix: &[u8]) -> Result<Placement
     let mut p = Placement::default();
     let state = AdkState { store: &m.store, snap, prefix };
     state.order(None, None, |position, seq, id| {
-        p.places.insert(id, (position, seq));
+        p.places.insert(id, Placed { bucket: position, seq, primary_is_content_text: false });
         Ok(true)
     })?;
     let tombstoned: HashSet<Vec<u8>> = state.tombstones()?.into_iter().collect();

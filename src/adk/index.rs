@@ -299,8 +299,9 @@ pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], placement: &Place
         if e.deleted || placement.excluded.contains(&e.id) {
             continue;
         }
-        let place = if let Some(&(bucket, seq)) = placement.places.get(&e.id) {
-            Place::Session { bucket, seq }
+        let placed = placement.places.get(&e.id);
+        let place = if let Some(p) = placed {
+            Place::Session { bucket: p.bucket, seq: p.seq }
         } else if let Some(p @ Place::Session { .. }) = old.map(|d| d.place) {
             p
         } else if e.episode_type == MEMORY_TYPE && e.content.is_some() {
@@ -311,7 +312,7 @@ pub(crate) fn stage(ctx: &IndexWrite<'_>, staged: &[&Episode], placement: &Place
         // An ADK event's primary text is its content's text (the writer made it so): no need
         // to parse the content again.
         let parsed;
-        let text = if placement.primary_is_content_text.contains(&e.id) {
+        let text = if placed.is_some_and(|p| p.primary_is_content_text) {
             e.primary.as_str()
         } else {
             parsed = indexed_text(e);

@@ -110,8 +110,7 @@ impl AdkWrite<'_> {
             .upsert(input, now)
             .map_err(|e| e.context(format!("{}: event {event_id:?}", line_context(line))))?;
         self.changes().put_order(bucket, seq, &id);
-        self.txn.placement.places.insert(id, (bucket, seq));
-        self.txn.placement.primary_is_content_text.insert(id);
+        self.txn.placement.places.insert(id, crate::derived::Placed { bucket, seq, primary_is_content_text: true });
         Ok(id)
     }
 

@@ -58,7 +58,9 @@ impl Engine {
         }
         for (p, seq, id, _) in &n.orders {
             adk.put_order(*p, *seq, id);
-            txn.placement.places.insert(*id, (*p, *seq));
+            txn.placement
+                .places
+                .insert(*id, crate::derived::Placed { bucket: *p, seq: *seq, primary_is_content_text: false });
         }
         self.vectors.stage_space(&mut txn.batch, &n.ns, n.space.as_ref());
         let tombstoned: HashSet<&str> = n.tombstones.iter().map(String::as_str).collect();
