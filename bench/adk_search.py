@@ -11,10 +11,9 @@ first search of each query) and on 20 more passes; the raw call on 20 passes, li
 second.
 """
 import asyncio, json, os, random, subprocess, sys, tempfile, time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bindings" / "python"))
+from mnem_env import ROOT  # first: the binding and MNEM_LIB
+
 CORPUS_PY = ROOT / "bench" / "corpus.py"
 
 from google.adk.events.event import Event

@@ -3,28 +3,80 @@
 same 60 queries run `REPS` times by each side in turn, the fastest kept, then the median over
 the queries (less noise from a shared machine than one run of each). `-v` lists every query.
 
+With `--query TEXT` (repeatable), only those texts: each run `REPS` times by each side in
+turn, and the median of each side's runs printed per text (a query's fixed cost: a word
+found nowhere, a word found once). `--side mnem` runs mnem's side alone (to profile the
+calling process: `perf record -g python bench/postgres_keyword_repeat.py 5000 --query ...
+--side mnem`).
+
+`--postings` prints instead how many postings each of the 60 queries reads, approximately:
+for each of its distinct words, the texts that hold it (`\w+` runs, lowercased: close to
+the BM25 tokenizer's terms), summed, sorted.
+
     MNEM_LIB=.../libmnem.so /var/cache/mnem/venv/bin/python bench/postgres_keyword_repeat.py 5 [-v]
+    MNEM_LIB=.../libmnem.so /var/cache/mnem/venv/bin/python bench/postgres_keyword_repeat.py 300 \\
+        --query zzqqxx --query 你是偏執狂
 """
-import sys, os, time, statistics, json
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench")); sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
-import postgres as B  # noqa: E402
+import argparse
+import collections
+import os
+import re
+import statistics
+import time
+
+from mnem_env import ROOT  # noqa: F401 (first: the binding and MNEM_LIB)
+
 import mnem  # noqa: E402
+import postgres as B  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("reps", nargs="?", type=int, default=5)
+ap.add_argument("-v", action="store_true", help="list every query")
+ap.add_argument("--query", action="append", help="time only this text (repeatable)")
+ap.add_argument("--side", choices=["both", "mnem"], default="both")
+ap.add_argument("--postings", action="store_true", help="print each query's postings, approximately")
+a = ap.parse_args()
+
+if a.postings:
+    sessions = B.load(os.environ.get("CORPUS", "/tmp/pgbench-corpus.jsonl"), 100000)
+    df = collections.Counter(w for _, evs in sessions for e in evs for w in set(re.findall(r"\w+", B.text_of(e).lower())))
+    counts = sorted((sum(df[w] for w in set(re.findall(r"\w+", q.lower()))), q) for q in B.queries(sessions, 60))
+    for n, q in counts:
+        print(f"{n:7d}  {q[:40]}")
+    raise SystemExit
+
 server = os.environ["MNEM_PG_URI"]
-sessions = B.load(os.environ.get("CORPUS", "/tmp/pgbench-corpus.jsonl"), 100000)
-qs = B.queries(sessions, 60)
+if a.query:
+    qs = a.query
+else:
+    qs = B.queries(B.load(os.environ.get("CORPUS", "/tmp/pgbench-corpus.jsonl"), 100000), 60)
 store = mnem.Store(B.with_schema(server, "pgbench_kw"))
-conn = B.peer_connect(server)
+conn = B.peer_connect(server) if a.side == "both" else None
 sql = B.PEER_QUERY.format(schema="pgbench_kw_peer")
-reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+
+
+def timed(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
 rows = []
 for q in qs:
     m, p = [], []
-    for _ in range(reps):
-        t = time.perf_counter(); store.keyword_search(B.APP, "user", {"text": q, "limit": 10}); m.append(time.perf_counter() - t)
-        t = time.perf_counter(); conn.execute(sql, (q.split(), "bench/user")).fetchall(); p.append(time.perf_counter() - t)
-    rows.append((min(m)*1e3, min(p)*1e3, q))
-mm = statistics.median(r[0] for r in rows); pp = statistics.median(r[1] for r in rows)
-print(f"median of per-query min: mnem {mm:.3f} ms, peer {pp:.3f} ms, ratio {mm/pp:.2f}")
-if "-v" in sys.argv:
-    for r in sorted(rows): print(f"{r[0]:8.3f} {r[1]:8.3f}  {r[2][:40]}")
+    for _ in range(a.reps):
+        m.append(timed(lambda: store.keyword_search(B.APP, "user", {"text": q, "limit": 10})))
+        if conn is not None:
+            p.append(timed(lambda: conn.execute(sql, (q.split(), "bench/user")).fetchall()))
+    if a.query:
+        peer = f", peer {statistics.median(p) * 1e3:.3f} ms" if p else ""
+        print(f"{q}: median of {a.reps}: mnem {statistics.median(m) * 1e3:.3f} ms{peer}")
+    else:
+        rows.append((min(m) * 1e3, min(p) * 1e3 if p else float("nan"), q))
+if not a.query:
+    mm = statistics.median(r[0] for r in rows)
+    pp = statistics.median(r[1] for r in rows)
+    print(f"median of per-query min: mnem {mm:.3f} ms, peer {pp:.3f} ms, ratio {mm / pp:.2f}")
+    if a.v:
+        for r in sorted(rows):
+            print(f"{r[0]:8.3f} {r[1]:8.3f}  {r[2][:40]}")

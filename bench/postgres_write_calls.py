@@ -4,7 +4,7 @@ of a call. Run under strace to count what a write sends
 to the server (its round trips), which is the same on any machine:
 
     scripts/pg-server start /tmp/pgb/s && . /tmp/pgb/s/env
-    MNEM_LIB=$CARGO_TARGET_DIR/release/libmnem.so strace -f -c -e trace=sendto \\
+    strace -f -c -e trace=sendto \\
         /var/cache/mnem/venv/bin/python bench/postgres_write_calls.py --corpus /tmp/pgbench-corpus.jsonl --n 300
 
 The store is made in a schema of its own (`--schema`), dropped before and after.
@@ -14,11 +14,9 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "bindings" / "python"))
+from mnem_env import ROOT  # noqa: F401 (first: the binding and MNEM_LIB)
+
 import postgres as B  # noqa: E402
 import mnem  # noqa: E402
 
