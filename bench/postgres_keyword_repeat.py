@@ -1,7 +1,9 @@
 """Keyword search on the store that `bench/postgres.py --phases keyword` left on the server
 (schemas `pgbench_kw` and `pgbench_kw_peer`), beside the peer table's `ts_rank`: each of the
 same 60 queries run `REPS` times by each side in turn, the fastest kept, then the median over
-the queries (less noise from a shared machine than one run of each). `-v` lists every query.
+the queries (less noise from a shared machine than one run of each). The peer runs twice:
+returning the ten best ids, and returning their text and score too (what mnem returns).
+`-v` lists every query.
 
 With `--query TEXT` (repeatable), only those texts: each run `REPS` times by each side in
 turn, and the median of each side's runs printed per text (a query's fixed cost: a word
@@ -53,6 +55,7 @@ else:
 store = mnem.Store(B.with_schema(server, "pgbench_kw"))
 conn = B.peer_connect(server) if a.side == "both" else None
 sql = B.PEER_QUERY.format(schema="pgbench_kw_peer")
+sql_rows = B.PEER_QUERY_ROWS.format(schema="pgbench_kw_peer")
 
 
 def timed(f):
@@ -63,20 +66,23 @@ def timed(f):
 
 rows = []
 for q in qs:
-    m, p = [], []
+    m, p, pr = [], [], []
     for _ in range(a.reps):
         m.append(timed(lambda: store.keyword_search(B.APP, "user", {"text": q, "limit": 10})))
         if conn is not None:
             p.append(timed(lambda: conn.execute(sql, (q.split(), "bench/user")).fetchall()))
+            pr.append(timed(lambda: conn.execute(sql_rows, (q.split(), "bench/user")).fetchall()))
     if a.query:
-        peer = f", peer {statistics.median(p) * 1e3:.3f} ms" if p else ""
+        peer = (f", peer {statistics.median(p) * 1e3:.3f} ms (with text and score "
+                f"{statistics.median(pr) * 1e3:.3f} ms)") if p else ""
         print(f"{q}: median of {a.reps}: mnem {statistics.median(m) * 1e3:.3f} ms{peer}")
     else:
-        rows.append((min(m) * 1e3, min(p) * 1e3 if p else float("nan"), q))
+        nan = float("nan")
+        rows.append((min(m) * 1e3, min(p) * 1e3 if p else nan, min(pr) * 1e3 if pr else nan, q))
 if not a.query:
-    mm = statistics.median(r[0] for r in rows)
-    pp = statistics.median(r[1] for r in rows)
-    print(f"median of per-query min: mnem {mm:.3f} ms, peer {pp:.3f} ms, ratio {mm / pp:.2f}")
+    mm, pp, ppr = (statistics.median(r[i] for r in rows) for i in range(3))
+    print(f"median of per-query min: mnem {mm:.3f} ms, peer {pp:.3f} ms, ratio {mm / pp:.2f}; "
+          f"peer returning text and score {ppr:.3f} ms, ratio {mm / ppr:.2f}")
     if a.v:
         for r in sorted(rows):
-            print(f"{r[0]:8.3f} {r[1]:8.3f}  {r[2][:40]}")
+            print(f"{r[0]:8.3f} {r[1]:8.3f} {r[2]:8.3f}  {r[3][:40]}")
