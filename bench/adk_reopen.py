@@ -14,12 +14,18 @@ as `Event` objects built before its clock starts, and answers the same queries o
 it is reopened. Prints one JSON line: ingest events/s, then per pass the p50 of all queries,
 of the ASCII-only ones, of the others, and the slowest; then the peer's figures and the
 ratios.
+
+With `--killed`, the ingest runs in a child process that is killed with SIGKILL once it
+has written everything (no close, no flush): the reopen is then a recovery. Either way the
+JSON gives the reopen's time, the first search's, and how many journal entries of postings
+the reopen moved into the index (`mnem_stats`' `journal_replayed`).
 """
 import argparse
 import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,21 +44,45 @@ def main():
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--passes", type=int, default=4)
     ap.add_argument("--peer", action="store_true", help="also google-adk's SqliteMemoryService")
+    ap.add_argument("--killed", action="store_true", help="kill the ingesting process instead of closing")
+    ap.add_argument("--ingest-into", help=argparse.SUPPRESS)
     a = ap.parse_args()
     sessions = load(a.corpus, a.n)
     qs = queries(sessions, a.queries)
     bodies = [(sid, "\n".join(json.dumps(e) for e in evs)) for sid, evs in sessions]
     events = sum(len(evs) for _, evs in sessions)
-    d = tempfile.mkdtemp()
-    try:
-        path = os.path.join(d, "store")
-        store = mnem.Store(path, create=True)
+    if a.ingest_into:
+        # The child of `--killed`: ingest, report, and wait to be killed.
+        store = mnem.Store(a.ingest_into, create=True)
         t = time.perf_counter()
         for sid, body in bodies:
             store.add_events(APP, "user", sid, body)
-        ingest = events / (time.perf_counter() - t)
-        store.close()
+        print(events / (time.perf_counter() - t), flush=True)
+        sys.stdin.read()
+        return
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "store")
+        if a.killed:
+            child = subprocess.Popen([sys.executable, __file__, "--corpus", a.corpus, "--n", str(a.n),
+                                      "--ingest-into", path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            ingest = float(child.stdout.readline())
+            child.kill()
+            child.wait()
+        else:
+            store = mnem.Store(path, create=True)
+            t = time.perf_counter()
+            for sid, body in bodies:
+                store.add_events(APP, "user", sid, body)
+            ingest = events / (time.perf_counter() - t)
+            store.close()
+        t = time.perf_counter()
         store = mnem.Store(path)
+        reopen = time.perf_counter() - t
+        t = time.perf_counter()
+        store.search_raw(APP, "user", qs[0])
+        first = time.perf_counter() - t
+        replayed = store.stats()["journal_replayed"]
         passes = []
         for _ in range(a.passes):
             lat = []
@@ -68,7 +98,8 @@ def main():
     def ms(xs):
         return round(statistics.median(xs) * 1e3, 3) if xs else None
 
-    out = {"events": events, "ingest_events_per_s": round(ingest), "passes": []}
+    out = {"events": events, "ingest_events_per_s": round(ingest), "reopen_ms": round(reopen * 1e3, 1),
+           "first_search_ms": round(first * 1e3, 2), "journal_replayed": replayed, "passes": []}
     for lat in passes:
         out["passes"].append({
             "p50_ms": ms(lat),

@@ -44,8 +44,9 @@ pub struct Stats {
     pub opened_format: u32,
     /// Namespaces whose indexes this open built from their records.
     pub indexes_built: u64,
-    /// Journal entries of postings found at open (a writer stopped without writing them to
-    /// the index): written now, or, read-only, read into an overlay.
+    /// Journal entries of postings found at open (a writer stopped before writing them to
+    /// the index, or before a flush of its unlogged move): written now, or, read-only, read
+    /// into an overlay.
     pub journal_replayed: u64,
 }
 

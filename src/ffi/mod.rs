@@ -477,8 +477,9 @@ pub extern "C" fn mnem_open(
 /// on-disk format this build writes; `opened_format` the one the store had at open (lower
 /// when this open upgraded it, building the indexes of `indexes_built` namespaces from their
 /// records). `journal_replayed` counts the writes whose index postings a writer that stopped
-/// without closing (a crash, a kill) had not yet moved from its journal into the index: this
-/// open moved them (read-only: read them into memory, so that searches find them).
+/// without closing (a crash, a kill) had not yet moved from its journal into the index, or
+/// had moved since its last flush to table files (such a move is not logged): this open moved
+/// them (read-only: read them into memory, so that searches find them).
 /// `cache_bytes` is the open option: a quarter of it is RocksDB's block cache (index postings
 /// and records), the rest holds loaded vector graphs (`graph_cache`), least recently used
 /// first out, across namespaces. Counters count since open.

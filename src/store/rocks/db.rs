@@ -80,6 +80,10 @@ impl Rocks {
         // Counters only (no timers or histograms): the block cache's hits and misses.
         db_opts.enable_statistics();
         db_opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
+        // Every flush takes all column families at once: the mover writes the index's
+        // postings and deletes their journal entries without the write-ahead log
+        // (`write_unlogged`), so neither may reach a table file without the other.
+        db_opts.set_atomic_flush(true);
         if !opts.compact_in_background {
             db_opts.set_disable_auto_compactions(true);
         }
@@ -180,6 +184,15 @@ impl Rocks {
         Ok(self.db.write_opt(batch, &wo)?)
     }
 
+    /// Commit one RocksDB batch without the write-ahead log: for batches whose every change
+    /// a logged one can make again after a crash (the mover's: the journal holds its runs
+    /// until a flush persists the index and the journal's deletes together).
+    pub(super) fn write_unlogged(&self, batch: WriteBatch) -> Result<()> {
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        Ok(self.db.write_opt(batch, &wo)?)
+    }
+
     pub(super) fn is_read_only(&self) -> bool {
         self.read_only
     }
@@ -255,7 +268,8 @@ impl Drop for Rocks {
             return;
         }
         let cfs: Vec<&ColumnFamily> = Cf::ALL.iter().map(|&cf| self.cf(cf)).collect();
-        // Nothing is lost when this fails: the write-ahead log still holds every write.
+        // Nothing is lost when this fails: the write-ahead log still holds every write (the
+        // unlogged moves' postings as journal entries, whose deletes were not logged either).
         let _ = self.db.flush_cfs_opt(&cfs, &rocksdb::FlushOptions::default());
     }
 }
@@ -526,6 +540,32 @@ mod tests {
         let index = &index[..index.find("[TableOptions").unwrap()];
         assert!(index.contains("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1"));
         assert!(index.contains("write_buffer_size=33554432"));
+        drop(rocks);
+        std::fs::remove_dir_all(&path).unwrap();
+    }
+
+    /// The mover's batch is not logged, so a flush that one column family needs takes the
+    /// others with it: compacting the journal's range (as store management's erase does)
+    /// flushes the index's unlogged postings to a table file with the journal's deletes.
+    #[test]
+    fn a_flush_for_one_column_family_takes_the_unlogged_index_with_it() {
+        let path = std::env::temp_dir().join(format!("mnem-db-atomic-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        let rocks =
+            Rocks::open(path.to_str().unwrap(), OpenOptions { create: true, ..Default::default() }, true).unwrap();
+        let mut b = WriteBatch::default();
+        b.put_cf(rocks.cf(Cf::Meta), b"journal/1", b"a run");
+        rocks.write(b).unwrap();
+        let mut b = WriteBatch::default();
+        b.put_cf(rocks.cf(Cf::Index), b"a posting", b"");
+        b.delete_cf(rocks.cf(Cf::Meta), b"journal/1");
+        rocks.write_unlogged(b).unwrap();
+        let property = |cf, name| rocks.db.property_int_value_cf(rocks.cf(cf), name).unwrap().unwrap();
+        assert_eq!(property(Cf::Index, "rocksdb.num-entries-active-mem-table"), 1);
+        rocks.compact_range(Cf::Meta, Some(b"journal/"), Some(b"journal0")).unwrap();
+        assert_eq!(property(Cf::Index, "rocksdb.num-entries-active-mem-table"), 0);
+        assert_eq!(property(Cf::Index, "rocksdb.num-files-at-level0"), 1);
+        assert_eq!(rocks.db.get_cf(rocks.cf(Cf::Meta), b"journal/1").unwrap(), None);
         drop(rocks);
         std::fs::remove_dir_all(&path).unwrap();
     }

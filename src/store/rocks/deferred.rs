@@ -18,7 +18,11 @@
 //! read around each journaling write, without reading the journal. So a full disk stops
 //! writes, not searches.
 //!
-//! - A crash loses only the memory copy: the next read-write open writes the journal's runs
+//! - The mover's batch is not written to the write-ahead log (the journal entries are), and
+//!   every flush takes all column families at once: a posting in a table file comes with its
+//!   journal entry's delete, and one only in the memtable has its entry still in the log.
+//! - A crash loses only the memory copy (with the moves not yet flushed, deletes of journal
+//!   entries included): the next read-write open writes the journal's runs
 //!   to the index (`Backend::recover`).
 //! - A read-only open, or a view beside a writer, cannot write: it reads the journal into an
 //!   overlay that every one of its snapshots carries (`Backend::recover`).
@@ -251,7 +255,11 @@ impl Behind {
             + JOURNAL_OP_BYTES * (seqs.end - seqs.start) as usize;
         let mut b = WriteBatch::with_capacity_bytes(room);
         stage_runs(&self.store, &refs, seqs, &mut b)?;
-        self.store.write(b)
+        // Not logged: the journal entries are, and stay until a flush has put these postings
+        // in a table file with their deletes (an atomic flush). A crash before that loses
+        // both, and the next open moves the journal again (`Backend::recover`). So each
+        // posting goes through the write-ahead log once, not twice.
+        self.store.write_unlogged(b)
     }
 
     /// The first `n` runs are in the index.
