@@ -148,6 +148,13 @@ impl Rocks {
                     .get_options_from_string("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1")
                     .map_err(|e| Error::from(e).context("the index's memtable options"))?;
                 cf_opts.set_write_buffer_size(32 << 20);
+            } else if n == Cf::Meta.name() {
+                // Every flush takes all column families (`atomic_flush`), so a full `meta`
+                // memtable would flush the index's too. `meta` takes the journal's runs,
+                // about as many bytes as the index's postings: sized to the store's whole
+                // memtable budget, it never fills first, and the index's memtable (or that
+                // budget) decides when all are flushed, as before the flushes were atomic.
+                cf_opts.set_write_buffer_size(64 << 20);
             }
             descriptors.push(ColumnFamilyDescriptor::new(n, cf_opts));
         }
