@@ -110,13 +110,6 @@ impl Mnem {
         self.engine.set_postings_limit(bytes);
     }
 
-    /// Tests only: move every posting written behind into the index now, as store
-    /// management does first, without flushing anything.
-    #[doc(hidden)]
-    pub fn settle_for_test(&self) -> Result<()> {
-        self.engine.settle()
-    }
-
     pub fn stats(&self) -> Stats {
         self.engine.stats()
     }

@@ -94,11 +94,14 @@ fn moved_word(call: usize, event: usize) -> String {
     format!("moved{call}x{event}")
 }
 
-/// In the child: write, move every posting into the index (a batch that skips the
-/// write-ahead log), say so, then wait for SIGKILL. Nothing here fills a memtable, so no
-/// flush runs before the kill.
-fn moved_child(dir: &str) -> ! {
+/// In the child: write, with postings moved into the index after every write by the
+/// background thread (a batch that skips the write-ahead log), and a search after the writes
+/// pause to move the last ones; then, with `forget`, forget another namespace (store
+/// management: it settles first). Say so, then wait for SIGKILL. Nothing here fills a
+/// memtable, so no flush runs on its own before the kill.
+fn moved_child(dir: &str, forget: bool) -> ! {
     let m = Mnem::open(dir, OpenOptions { create: true, ..Default::default() }).unwrap();
+    m.set_postings_limit_for_test(1);
     for call in 0..CALLS {
         let lines: Vec<String> = (0..20)
             .map(|i| {
@@ -111,8 +114,28 @@ fn moved_child(dir: &str) -> ! {
             .collect();
         m.add_events(&ns(), &format!("s{call}"), &lines.join("\n"), "").unwrap();
     }
-    m.settle_for_test().unwrap();
+    for _ in 0..2 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        m.search(&ns(), "said").unwrap();
+    }
+    if forget {
+        m.forget_namespace(&Namespace::new("app", "someone else")).unwrap();
+    }
     report_and_wait(&format!("{MOVED_MARK}{CALLS}"))
+}
+
+/// After a kill: every event found, by ADK and keyword search.
+fn every_moved_event_is_found(m: &Mnem) {
+    for call in 0..CALLS {
+        for i in [0, 7, 19] {
+            let found: serde_json::Value =
+                serde_json::from_slice(&m.search(&ns(), &moved_word(call, i)).unwrap()).unwrap();
+            assert_eq!(found["memories"].as_array().map(Vec::len), Some(1), "{}", moved_word(call, i));
+            assert_eq!(found["memories"][0]["id"], format!("e{call}-{i}"));
+        }
+    }
+    let kw = m.keyword_search(&ns(), &mnem::KeywordQuery::new(moved_word(3, 5))).unwrap();
+    assert_eq!(kw.len(), 1);
 }
 
 /// The index's postings are moved out of the journal by a batch that is not logged: killed
@@ -121,7 +144,7 @@ fn moved_child(dir: &str) -> ! {
 #[test]
 fn postings_moved_but_not_flushed_survive_a_killed_process() {
     if let Ok(dir) = std::env::var(MOVED_CHILD_ENV) {
-        moved_child(&dir);
+        moved_child(&dir, false);
     }
     let dir = std::env::temp_dir().join(format!("mnem-durability-moved-{}", uuid::Uuid::now_v7()));
     let reported = run_killed_child(MOVED_TEST_NAME, MOVED_CHILD_ENV, &dir, MOVED_MARK);
@@ -134,20 +157,32 @@ fn postings_moved_but_not_flushed_survive_a_killed_process() {
     let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
     // Every write's run was moved, and every move was lost: all of them are moved again.
     assert_eq!(m.stats().journal_replayed, CALLS as u64);
-    for call in 0..CALLS {
-        for i in [0, 7, 19] {
-            let found: serde_json::Value =
-                serde_json::from_slice(&m.search(&ns(), &moved_word(call, i)).unwrap()).unwrap();
-            assert_eq!(found["memories"].as_array().map(Vec::len), Some(1), "{}", moved_word(call, i));
-            assert_eq!(found["memories"][0]["id"], format!("e{call}-{i}"));
-        }
-    }
-    let kw = m.keyword_search(&ns(), &mnem::KeywordQuery::new(moved_word(3, 5))).unwrap();
-    assert_eq!(kw.len(), 1);
+    every_moved_event_is_found(&m);
     drop(m);
     // Closed cleanly, the store holds no journal: the next open replays nothing.
     let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
     assert_eq!(m.stats().journal_replayed, 0);
+    drop(m);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const FORGET_CHILD_ENV: &str = "MNEM_DURABILITY_FORGET_CHILD_DIR";
+const FORGET_TEST_NAME: &str = "store_management_leaves_no_unlogged_move_to_replay";
+
+/// Store management settles before it deletes key ranges, and settling makes the unlogged
+/// moves durable: nothing of the journal is moved again behind its range deletes at the next
+/// open (which would put a forgotten namespace's postings back).
+#[test]
+fn store_management_leaves_no_unlogged_move_to_replay() {
+    if let Ok(dir) = std::env::var(FORGET_CHILD_ENV) {
+        moved_child(&dir, true);
+    }
+    let dir = std::env::temp_dir().join(format!("mnem-durability-forget-{}", uuid::Uuid::now_v7()));
+    let reported = run_killed_child(FORGET_TEST_NAME, FORGET_CHILD_ENV, &dir, MOVED_MARK);
+    assert_eq!(reported.as_deref(), Some(CALLS.to_string().as_str()), "the child reported before it was killed");
+    let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
+    assert_eq!(m.stats().journal_replayed, 0);
+    every_moved_event_is_found(&m);
     drop(m);
     std::fs::remove_dir_all(&dir).unwrap();
 }

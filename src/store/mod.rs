@@ -303,8 +303,9 @@ pub(crate) trait Backend: Send + Sync {
     /// read, decision and write are not interleaved with another process's (RocksDB, one
     /// process per store: the writers' lock of `crate::txn` already does it).
     fn lock_namespace(&self, prefix: &[u8]) -> Result<Box<dyn NamespaceLock + '_>>;
-    /// Write the postings held behind earlier batches in place now: before an operation on
-    /// whole key ranges (range deletes, compaction, backup), and at close.
+    /// Write the postings held behind earlier batches in place now, for good (no later open
+    /// applies them again): before an operation on whole key ranges (range deletes,
+    /// compaction, backup), and at close.
     fn settle(&self) -> Result<()>;
     /// Hold postings behind until `bytes` of them wait (tests: small, so that many moves run).
     fn set_postings_limit(&self, bytes: usize);

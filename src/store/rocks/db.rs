@@ -200,6 +200,16 @@ impl Rocks {
         Ok(self.db.write_opt(batch, &wo)?)
     }
 
+    /// Flush every column family's memtable to table files, all at once: the unlogged moves
+    /// become durable with their journal deletes. Nothing to do in memory or read-only.
+    pub(super) fn flush_memtables(&self) -> Result<()> {
+        if self.read_only || self.mem_env.is_some() {
+            return Ok(());
+        }
+        let cfs: Vec<&ColumnFamily> = Cf::ALL.iter().map(|&cf| self.cf(cf)).collect();
+        Ok(self.db.flush_cfs_opt(&cfs, &rocksdb::FlushOptions::default())?)
+    }
+
     pub(super) fn is_read_only(&self) -> bool {
         self.read_only
     }
@@ -271,13 +281,9 @@ impl Drop for Rocks {
     /// A clean close flushes the memtables to table files, so that the next open does not
     /// replay the write-ahead log (which costs time in proportion to the unflushed writes).
     fn drop(&mut self) {
-        if self.read_only || self.mem_env.is_some() {
-            return;
-        }
-        let cfs: Vec<&ColumnFamily> = Cf::ALL.iter().map(|&cf| self.cf(cf)).collect();
         // Nothing is lost when this fails: the write-ahead log still holds every write (the
         // unlogged moves' postings as journal entries, whose deletes were not logged either).
-        let _ = self.db.flush_cfs_opt(&cfs, &rocksdb::FlushOptions::default());
+        let _ = self.flush_memtables();
     }
 }
 

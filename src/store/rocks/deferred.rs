@@ -282,10 +282,14 @@ impl Behind {
         }
     }
 
-    /// Write every held run to the index now (after a running mover ends). For writers and
-    /// store management, which hold the write lock; never for reads.
+    /// Write every held run to the index now (after a running mover ends), and flush, so that
+    /// no journal entry of a move, unlogged, is moved again at the next open: store
+    /// management settles before its range deletes, which such a replay would land behind
+    /// (a forgotten namespace's postings back in the index). For writers and store
+    /// management, which hold the write lock; never for reads.
     pub fn settle(&self) -> Result<()> {
-        self.settle_held(&mut self.held.lock())
+        self.settle_held(&mut self.held.lock())?;
+        self.store.flush_memtables()
     }
 
     fn settle_held(&self, h: &mut MutexGuard<'_, Held>) -> Result<()> {
@@ -425,6 +429,30 @@ mod tests {
         let mut b = WriteBatch::default();
         b.put_cf(rocks.cf(Cf::Meta), key, value);
         rocks.write(b).unwrap();
+    }
+
+    /// Settling (store management, before its range deletes) leaves no move unlogged: the
+    /// postings and the journal's deletes reach the table files, so no later open moves
+    /// those journal entries again behind the range deletes.
+    #[test]
+    fn settling_makes_the_unlogged_moves_durable() {
+        let path = std::env::temp_dir().join(format!("mnem-deferred-settle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        let opts = OpenOptions { create: true, ..Default::default() };
+        let rocks = Arc::new(Rocks::open(path.to_str().unwrap(), opts, true).unwrap());
+        let behind = Behind::new(Arc::clone(&rocks), 0);
+        behind.set_limit(usize::MAX);
+        behind.commit(WriteBatch::default(), Some(run(b"k0"))).unwrap();
+        let in_memtable =
+            |cf| rocks.db.property_int_value_cf(rocks.cf(cf), "rocksdb.num-entries-active-mem-table").unwrap().unwrap();
+        assert_eq!(in_memtable(Cf::Meta), 1, "the journal entry");
+        behind.settle().unwrap();
+        assert_eq!((in_memtable(Cf::Index), in_memtable(Cf::Meta)), (0, 0));
+        assert!(read_journal(&rocks).unwrap().is_empty());
+        assert!(rocks.view().get(Cf::Index, b"k0").unwrap().is_some());
+        drop(behind);
+        drop(rocks);
+        std::fs::remove_dir_all(&path).unwrap();
     }
 
     /// A snapshot taken while a run's journaling write is applied holds the run exactly when
