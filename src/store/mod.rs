@@ -154,6 +154,8 @@ impl Cf {
 pub(crate) struct Batch {
     bytes: Vec<u8>,
     ops: usize,
+    /// The bytes of the ops' keys and values (`BatchOps::part_bytes`).
+    parts: usize,
     postings: Postings,
 }
 
@@ -208,12 +210,13 @@ impl Batch {
             self.bytes.extend_from_slice(part);
         }
         self.ops += 1;
+        self.parts += a.len() + b.len();
     }
 
     /// The ops in order, and the postings (none: `None`).
     fn into_parts(self) -> (BatchOps, Option<Vec<u8>>) {
         let run = (!self.postings.is_empty()).then(|| self.postings.into_run());
-        (BatchOps { bytes: self.bytes, ops: self.ops }, run)
+        (BatchOps { bytes: self.bytes, ops: self.ops, parts: self.parts }, run)
     }
 }
 
@@ -221,11 +224,8 @@ impl Batch {
 pub(crate) struct BatchOps {
     bytes: Vec<u8>,
     ops: usize,
+    parts: usize,
 }
-
-/// The bytes `Batch::push` spends on an op beside its two parts: kind, keyspace and the
-/// parts' u32 lengths.
-const OP_OVERHEAD: usize = 2 + 2 * 4;
 
 impl BatchOps {
     pub fn op_count(&self) -> usize {
@@ -235,7 +235,7 @@ impl BatchOps {
     /// The bytes of the ops' keys and values (and range bounds), for a backend that sizes its
     /// own encoding of them up front.
     pub fn part_bytes(&self) -> usize {
-        self.bytes.len() - self.ops * OP_OVERHEAD
+        self.parts
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Op<'_>> {

@@ -135,9 +135,6 @@ impl Rocks {
         for n in Cf::ALL.iter().map(|cf| cf.name()).filter(|n| !opts.read_only || existing.iter().any(|e| e == n)) {
             let mut cf_opts = db_opts.clone();
             if n == Cf::Index.name() {
-                // Most keys are postings, written in large sorted batches: a larger
-                // memtable means fewer, larger flushes and half the compactions.
-                cf_opts.set_write_buffer_size(32 << 20);
                 // Each key of a sorted batch is inserted into the memtable from where the key
                 // before it went (one hint for every key: they all start with the same byte),
                 // climbing the skip list only as far as the keys already there between the
@@ -147,13 +144,16 @@ impl Rocks {
                 cf_opts = cf_opts
                     .get_options_from_string("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1")
                     .map_err(|e| Error::from(e).context("the index's memtable options"))?;
+                // Most keys are postings, written in large sorted batches: a larger
+                // memtable means fewer, larger flushes and half the compactions.
                 cf_opts.set_write_buffer_size(32 << 20);
             } else if n == Cf::Meta.name() {
                 // Every flush takes all column families (`atomic_flush`), so a full `meta`
                 // memtable would flush the index's too. `meta` takes the journal's runs,
                 // about as many bytes as the index's postings: sized to the store's whole
-                // memtable budget, it never fills first, and the index's memtable (or that
-                // budget) decides when all are flushed, as before the flushes were atomic.
+                // memtable budget, it cannot fill before that budget is spent, so the
+                // index's memtable (or the budget) decides when all are flushed, as before
+                // the flushes were atomic.
                 cf_opts.set_write_buffer_size(64 << 20);
             }
             descriptors.push(ColumnFamilyDescriptor::new(n, cf_opts));
