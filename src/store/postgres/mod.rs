@@ -701,7 +701,7 @@ impl PgView<'_> {
     }
 
     /// Up to `limit` rows of `cf` from `start` (inclusive), below `upper`, in key order.
-    fn page(&self, cf: Cf, start: &[u8], upper: Option<&[u8]>, limit: i64) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    fn page(&self, cf: Cf, start: &[u8], upper: Option<&[u8]>, limit: i64) -> Result<Page> {
         let t = self.backend.t(cf);
         let ns = ns_of(cf, start);
         // Within one namespace when the bounds are: the common case, and the one statement
@@ -721,8 +721,114 @@ impl PgView<'_> {
             );
             self.rows(&sql, &[(&lower_ns, BYTEA), (&start, BYTEA), (&upper, BYTEA), (&limit, INT8)])
         }?;
-        Ok(rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1))).collect())
+        let mut page = Page::default();
+        for r in &rows {
+            page.push(&[r.get::<_, &[u8]>(0)], r.get(1));
+        }
+        Ok(page)
     }
+}
+
+/// The rows of a cursor's page, every key and value in one buffer: a search reads hundreds
+/// of postings, and an allocation for each cost more than reading it.
+#[derive(Default)]
+struct Page {
+    bytes: Vec<u8>,
+    /// Where each row's key starts, the key's length, the value's length (after the key).
+    rows: Vec<(usize, u32, u32)>,
+}
+
+impl Page {
+    /// Add a row whose key is `key`'s parts joined.
+    fn push(&mut self, key: &[&[u8]], value: &[u8]) {
+        let start = self.bytes.len();
+        for part in key {
+            self.bytes.extend_from_slice(part);
+        }
+        let key_len = self.bytes.len() - start;
+        self.bytes.extend_from_slice(value);
+        self.rows.push((start, len32(key_len), len32(value.len())));
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        let &(start, k, v) = self.rows.get(i)?;
+        let key_end = start + k as usize;
+        Some((&self.bytes[start..key_end], &self.bytes[key_end..key_end + v as usize]))
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        self.get(i).expect("a row of the page").0
+    }
+
+    fn last_key(&self) -> Option<&[u8]> {
+        self.rows.len().checked_sub(1).map(|i| self.key(i))
+    }
+
+    /// The first row whose key is at or after `target`.
+    fn seek(&self, target: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.rows.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.key(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Put the rows in key order (they come in it from every plan seen so far).
+    fn sort(&mut self) {
+        if (1..self.rows.len()).all(|i| self.key(i - 1) <= self.key(i)) {
+            return;
+        }
+        let mut order: Vec<usize> = (0..self.rows.len()).collect();
+        order.sort_unstable_by(|&a, &b| self.key(a).cmp(self.key(b)));
+        let mut sorted = Page::default();
+        for i in order {
+            let (k, v) = self.get(i).expect("a row of the page");
+            sorted.push(&[k], v);
+        }
+        *self = sorted;
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.rows.clear();
+    }
+}
+
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).expect("keys and values are far below 4 GiB")
+}
+
+/// The rows of one list as the lists' statement returns them (`PgView::cursors`), after
+/// `prefix`: `{ u32be key length less the prefix's, the key after the prefix, u32be value
+/// length, value }` repeated; the statement alone writes these bytes.
+fn parse_list(prefix: &[u8], rows: &[u8], page: &mut Page) -> Result<()> {
+    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Result<&'a [u8]> {
+        let (part, tail) = rest
+            .split_at_checked(n)
+            .ok_or_else(|| Error::corruption("postgresql: a posting list's rows are malformed"))?;
+        *rest = tail;
+        Ok(part)
+    }
+    fn len(rest: &mut &[u8]) -> Result<usize> {
+        Ok(u32::from_be_bytes(take(rest, 4)?.try_into().expect("4 bytes")) as usize)
+    }
+    let mut rest = rows;
+    while !rest.is_empty() {
+        let key_len = len(&mut rest)?;
+        let key = take(&mut rest, key_len)?;
+        let value_len = len(&mut rest)?;
+        page.push(&[prefix, key], take(&mut rest, value_len)?);
+    }
+    Ok(())
 }
 
 impl Drop for PgView<'_> {
@@ -811,30 +917,39 @@ impl View for PgView<'_> {
             return prefixes.iter().map(|p| self.opened(cf, p, first)).collect();
         };
         let t = self.backend.t(cf);
+        // Each list's rows come as one value (`parse_list` has its bytes): a row of the
+        // protocol for each posting cost the client more than the posting (its messages,
+        // its allocations), and the prefix that every key of a list repeats stays behind.
         let sql = format!(
-            "SELECT p.i, k.key, k.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS p(lo, hi, i) \
-             CROSS JOIN LATERAL (SELECT key, value FROM {t} WHERE ns = $1 AND key >= p.lo AND key < p.hi \
-             ORDER BY key LIMIT $4) k"
+            "SELECT p.i, (SELECT string_agg(int4send(length(k.key) - length(p.lo)) || substring(k.key FROM length(p.lo) + 1) \
+             || int4send(length(k.value)) || k.value, ''::bytea) \
+             FROM (SELECT key, value FROM {t} WHERE ns = $1 AND key >= p.lo AND key < p.hi ORDER BY key LIMIT $4) k) \
+             FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS p(lo, hi, i)"
         );
         let lo: Vec<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
         let hi: Vec<&[u8]> = uppers.iter().map(Vec::as_slice).collect();
-        let mut pages: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); prefixes.len()];
+        let mut pages: Vec<Page> = prefixes.iter().map(|_| Page::default()).collect();
         let read =
-            self.rows(&sql, &[(&ns, BYTEA), (&lo, BYTEA_ARRAY), (&hi, BYTEA_ARRAY), (&first, INT8)]).map(|rows| {
-                for r in rows {
+            self.rows(&sql, &[(&ns, BYTEA), (&lo, BYTEA_ARRAY), (&hi, BYTEA_ARRAY), (&first, INT8)]).and_then(|rows| {
+                for r in &rows {
                     let i: i64 = r.get(0);
-                    pages[(i - 1) as usize].push((r.get(1), r.get(2)));
-                }
-                // The nested loop gives each list's rows in its subquery's key order; an ORDER
-                // BY of the whole answer made the server sort every row again (40% of the
-                // statement's time for 15,000 rows). Should a plan ever give them otherwise,
-                // they are put in order here.
-                for page in &mut pages {
-                    if !page.is_sorted_by(|a, b| a.0 <= b.0) {
-                        page.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    let slot = usize::try_from(i - 1).ok().filter(|&s| s < prefixes.len());
+                    let slot = slot.ok_or_else(|| Error::corruption("postgresql: a posting list came back unasked"))?;
+                    if let Some(list) = r.get::<_, Option<&[u8]>>(1) {
+                        parse_list(&prefixes[slot], list, &mut pages[slot])?;
                     }
                 }
+                // The aggregate reads its subquery's rows in their key order; an ORDER BY in
+                // it would sort them again. Should a plan ever give them otherwise, they are
+                // put in order here.
+                for page in &mut pages {
+                    page.sort();
+                }
+                Ok(())
             });
+        if read.is_err() {
+            pages.iter_mut().for_each(Page::clear);
+        }
         prefixes
             .iter()
             .zip(uppers)
@@ -871,7 +986,7 @@ impl PgView<'_> {
             cf,
             prefix: prefix.to_vec(),
             upper: keys::prefix_successor(prefix),
-            rows: Vec::new(),
+            rows: Page::default(),
             from: None,
             at: 0,
             more: false,
@@ -886,7 +1001,7 @@ struct PgCursor<'v> {
     cf: Cf,
     prefix: Vec<u8>,
     upper: Option<Vec<u8>>,
-    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    rows: Page,
     /// Where the page held starts: it holds every key from there to its last (or, when not
     /// `more`, to the prefix's end).
     from: Option<Vec<u8>>,
@@ -921,9 +1036,9 @@ impl Cursor for PgCursor<'_> {
         let start = if target < self.prefix.as_slice() { self.prefix.clone() } else { target.to_vec() };
         // A seek within the page held (posting lists skip forward) costs no round trip.
         if let Some(from) = &self.from {
-            let within = self.rows.last().is_some_and(|last| start.as_slice() <= last.0.as_slice()) || !self.more;
+            let within = self.rows.last_key().is_some_and(|last| start.as_slice() <= last) || !self.more;
             if from.as_slice() <= start.as_slice() && within && self.error.is_none() {
-                self.at = self.rows.partition_point(|(k, _)| k.as_slice() < start.as_slice());
+                self.at = self.rows.seek(&start);
                 return;
             }
         }
@@ -935,14 +1050,14 @@ impl Cursor for PgCursor<'_> {
     fn next(&mut self) {
         self.at += 1;
         if self.at >= self.rows.len() && self.more {
-            let mut start = self.rows.last().expect("a full page").0.clone();
+            let mut start = self.rows.last_key().expect("a full page").to_vec();
             start.push(0);
             self.fetch(&start);
         }
     }
 
     fn current(&self) -> Option<(&[u8], &[u8])> {
-        self.rows.get(self.at).map(|(k, v)| (k.as_slice(), v.as_slice()))
+        self.rows.get(self.at)
     }
 
     fn status(&self) -> Result<()> {
@@ -950,5 +1065,66 @@ impl Cursor for PgCursor<'_> {
             Some(e) => Err(Error::new(e.status, e.message.clone())),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list_bytes(rows: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (k, v) in rows {
+            out.extend_from_slice(&(k.len() as u32).to_be_bytes());
+            out.extend_from_slice(k);
+            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            out.extend_from_slice(v);
+        }
+        out
+    }
+
+    #[test]
+    fn a_lists_rows_parse_into_keys_after_its_prefix() {
+        let mut page = Page::default();
+        let bytes = list_bytes(&[(b"a", b""), (b"bb", b"value"), (b"", b"x")]);
+        parse_list(b"pre", &bytes, &mut page).unwrap();
+        assert_eq!(page.len(), 3);
+        assert_eq!(page.get(0), Some((&b"prea"[..], &b""[..])));
+        assert_eq!(page.get(1), Some((&b"prebb"[..], &b"value"[..])));
+        assert_eq!(page.get(2), Some((&b"pre"[..], &b"x"[..])));
+        assert_eq!(page.get(3), None);
+    }
+
+    #[test]
+    fn a_truncated_list_is_corruption_not_a_panic() {
+        let bytes = list_bytes(&[(b"key", b"value")]);
+        for cut in 1..bytes.len() {
+            let mut page = Page::default();
+            let e = parse_list(b"p", &bytes[..cut], &mut page).unwrap_err();
+            assert_eq!(e.status, Status::Corruption, "cut at {cut}");
+        }
+        // A length that points past the end.
+        let mut page = Page::default();
+        let e = parse_list(b"p", &[0xFF, 0xFF, 0xFF, 0xFF, 1], &mut page).unwrap_err();
+        assert_eq!(e.status, Status::Corruption);
+    }
+
+    #[test]
+    fn a_page_sorts_and_seeks_by_key() {
+        let mut page = Page::default();
+        for k in [&b"c"[..], b"a", b"d", b"b"] {
+            page.push(&[k], &[k[0], k[0]]);
+        }
+        page.sort();
+        let keys: Vec<&[u8]> = (0..page.len()).map(|i| page.key(i)).collect();
+        assert_eq!(keys, [&b"a"[..], b"b", b"c", b"d"]);
+        assert_eq!(page.get(2), Some((&b"c"[..], &b"cc"[..])));
+        assert_eq!(page.last_key(), Some(&b"d"[..]));
+        assert_eq!(page.seek(b""), 0);
+        assert_eq!(page.seek(b"b"), 1);
+        assert_eq!(page.seek(b"bb"), 2);
+        assert_eq!(page.seek(b"e"), 4);
+        page.clear();
+        assert_eq!((page.len(), page.last_key()), (0, None));
     }
 }
