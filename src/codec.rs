@@ -3,15 +3,21 @@
 
 use crate::error::{Error, Result};
 
+/// A length as the encodings write it: every key, value and field is far below 4 GiB (the
+/// records' and requests' limits keep them so).
+pub(crate) fn len32(n: usize) -> u32 {
+    u32::try_from(n).expect("keys, values and fields are below 4 GiB")
+}
+
 /// Append `u32le(len) ‖ bytes` (values).
 pub(crate) fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_le_bytes());
+    out.extend_from_slice(&len32(b.len()).to_le_bytes());
     out.extend_from_slice(b);
 }
 
 /// Append `u32be(len) ‖ bytes` (keys: big-endian, so that shorter strings sort first).
 pub(crate) fn push_be_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&u32::try_from(b.len()).expect("record fields are below 4 GiB").to_be_bytes());
+    out.extend_from_slice(&len32(b.len()).to_be_bytes());
     out.extend_from_slice(b);
 }
 

@@ -21,6 +21,7 @@ pub(crate) mod runs;
 #[doc(hidden)]
 pub use rocks::storage_status;
 
+use crate::codec::len32;
 use crate::error::{Error, Result, Status};
 use crate::keys::{self, Namespace};
 use runs::Postings;
@@ -205,8 +206,7 @@ impl Batch {
         self.bytes.push(kind);
         self.bytes.push(cf.code());
         for part in [a, b] {
-            let len = u32::try_from(part.len()).expect("keys and values are far below 4 GiB");
-            self.bytes.extend_from_slice(&len.to_le_bytes());
+            self.bytes.extend_from_slice(&len32(part.len()).to_le_bytes());
             self.bytes.extend_from_slice(part);
         }
         self.ops += 1;

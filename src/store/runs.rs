@@ -5,7 +5,7 @@
 //! repeated, keys ascending (a key twice: the later op wins). docs/FORMAT.md has the bytes;
 //! this module alone encodes and decodes them.
 
-use crate::codec::{push_bytes, Reader};
+use crate::codec::{len32, push_bytes, Reader};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::cmp::Reverse;
@@ -79,10 +79,6 @@ fn push_op(run: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) {
         }
         None => run.push(0),
     }
-}
-
-fn len32(n: usize) -> u32 {
-    u32::try_from(n).expect("index keys and values are far below 4 GiB")
 }
 
 /// The ops of a run, in order; a malformed run is CORRUPTION.

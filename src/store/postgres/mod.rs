@@ -41,6 +41,7 @@
 mod config;
 mod session;
 
+use crate::codec::len32;
 use crate::error::{Error, Result, Status};
 use crate::keys;
 use crate::store::runs::RunOps;
@@ -801,10 +802,6 @@ impl Page {
         self.bytes.clear();
         self.rows.clear();
     }
-}
-
-fn len32(n: usize) -> u32 {
-    u32::try_from(n).expect("keys and values are far below 4 GiB")
 }
 
 /// The rows of one list as the lists' statement returns them (`PgView::cursors`), after
