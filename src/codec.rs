@@ -74,6 +74,12 @@ impl<'a> Reader<'a> {
         self.take(n)
     }
 
+    /// What `push_be_bytes` wrote: `u32be(len) ‖ bytes`.
+    pub fn be_bytes(&mut self) -> Result<&'a [u8]> {
+        let n = u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")) as usize;
+        self.take(n)
+    }
+
     /// A `u32le(len) ‖ UTF-8` string.
     pub fn str(&mut self) -> Result<&'a str> {
         let b = self.bytes()?;

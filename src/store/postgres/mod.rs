@@ -41,7 +41,7 @@
 mod config;
 mod session;
 
-use crate::codec::len32;
+use crate::codec::{len32, Reader};
 use crate::error::{Error, Result, Status};
 use crate::keys;
 use crate::store::runs::RunOps;
@@ -761,41 +761,27 @@ impl Page {
         Some((&self.bytes[start..key_end], &self.bytes[key_end..key_end + v as usize]))
     }
 
-    fn key(&self, i: usize) -> &[u8] {
-        self.get(i).expect("a row of the page").0
+    /// The key of a row of `bytes`.
+    fn key_of<'b>(bytes: &'b [u8], &(start, k, _): &(usize, u32, u32)) -> &'b [u8] {
+        &bytes[start..start + k as usize]
     }
 
     fn last_key(&self) -> Option<&[u8]> {
-        self.rows.len().checked_sub(1).map(|i| self.key(i))
+        self.rows.last().map(|r| Page::key_of(&self.bytes, r))
     }
 
     /// The first row whose key is at or after `target`.
     fn seek(&self, target: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.rows.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.key(mid) < target {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.rows.partition_point(|r| Page::key_of(&self.bytes, r) < target)
     }
 
-    /// Put the rows in key order (they come in it from every plan seen so far).
+    /// Put the rows in key order (they come in it from every plan seen so far): each row
+    /// says where its bytes are, so only the rows move.
     fn sort(&mut self) {
-        if (1..self.rows.len()).all(|i| self.key(i - 1) <= self.key(i)) {
-            return;
+        let bytes = &self.bytes;
+        if !self.rows.is_sorted_by(|a, b| Page::key_of(bytes, a) <= Page::key_of(bytes, b)) {
+            self.rows.sort_unstable_by(|a, b| Page::key_of(bytes, a).cmp(Page::key_of(bytes, b)));
         }
-        let mut order: Vec<usize> = (0..self.rows.len()).collect();
-        order.sort_unstable_by(|&a, &b| self.key(a).cmp(self.key(b)));
-        let mut sorted = Page::default();
-        for i in order {
-            let (k, v) = self.get(i).expect("a row of the page");
-            sorted.push(&[k], v);
-        }
-        *self = sorted;
     }
 
     fn clear(&mut self) {
@@ -805,25 +791,13 @@ impl Page {
 }
 
 /// The rows of one list as the lists' statement returns them (`PgView::cursors`), after
-/// `prefix`: `{ u32be key length less the prefix's, the key after the prefix, u32be value
-/// length, value }` repeated; the statement alone writes these bytes.
+/// `prefix`: the key after the prefix, then the value, each as `push_be_bytes` writes it
+/// (the server's `int4send` is big-endian), repeated; the statement alone writes these bytes.
 fn parse_list(prefix: &[u8], rows: &[u8], page: &mut Page) -> Result<()> {
-    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Result<&'a [u8]> {
-        let (part, tail) = rest
-            .split_at_checked(n)
-            .ok_or_else(|| Error::corruption("postgresql: a posting list's rows are malformed"))?;
-        *rest = tail;
-        Ok(part)
-    }
-    fn len(rest: &mut &[u8]) -> Result<usize> {
-        Ok(u32::from_be_bytes(take(rest, 4)?.try_into().expect("4 bytes")) as usize)
-    }
-    let mut rest = rows;
-    while !rest.is_empty() {
-        let key_len = len(&mut rest)?;
-        let key = take(&mut rest, key_len)?;
-        let value_len = len(&mut rest)?;
-        page.push(&[prefix, key], take(&mut rest, value_len)?);
+    let mut r = Reader::new(rows, "postgresql: a posting list from the server");
+    while !r.rest.is_empty() {
+        let key = r.be_bytes()?;
+        page.push(&[prefix, key], r.be_bytes()?);
     }
     Ok(())
 }
@@ -1072,10 +1046,8 @@ mod tests {
     fn list_bytes(rows: &[(&[u8], &[u8])]) -> Vec<u8> {
         let mut out = Vec::new();
         for (k, v) in rows {
-            out.extend_from_slice(&(k.len() as u32).to_be_bytes());
-            out.extend_from_slice(k);
-            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-            out.extend_from_slice(v);
+            crate::codec::push_be_bytes(&mut out, k);
+            crate::codec::push_be_bytes(&mut out, v);
         }
         out
     }
@@ -1113,7 +1085,7 @@ mod tests {
             page.push(&[k], &[k[0], k[0]]);
         }
         page.sort();
-        let keys: Vec<&[u8]> = (0..page.len()).map(|i| page.key(i)).collect();
+        let keys: Vec<&[u8]> = (0..page.len()).map(|i| page.get(i).unwrap().0).collect();
         assert_eq!(keys, [&b"a"[..], b"b", b"c", b"d"]);
         assert_eq!(page.get(2), Some((&b"c"[..], &b"cc"[..])));
         assert_eq!(page.last_key(), Some(&b"d"[..]));
