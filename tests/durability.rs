@@ -138,22 +138,29 @@ fn every_moved_event_is_found(m: &Mnem) {
     assert_eq!(kw.len(), 1);
 }
 
-/// The index's postings are moved out of the journal by a batch that is not logged: killed
-/// before a flush, the process loses those moves with its memtables, journal deletes
-/// included, and the next open moves every run again from the journal.
-#[test]
-fn postings_moved_but_not_flushed_survive_a_killed_process() {
-    if let Ok(dir) = std::env::var(MOVED_CHILD_ENV) {
-        moved_child(&dir, false);
+/// The test `test`'s side of a moving child (`moved_child`, with `forget`), when this process
+/// is that child (`env` set); otherwise run it, check that it reported all its writes before
+/// it was killed, and give its store's directory.
+fn killed_moved_child(test: &str, env: &str, forget: bool) -> std::path::PathBuf {
+    if let Ok(dir) = std::env::var(env) {
+        moved_child(&dir, forget);
     }
-    let dir = std::env::temp_dir().join(format!("mnem-durability-moved-{}", uuid::Uuid::now_v7()));
-    let reported = run_killed_child(MOVED_TEST_NAME, MOVED_CHILD_ENV, &dir, MOVED_MARK);
+    let dir = std::env::temp_dir().join(format!("mnem-durability-{test}-{}", uuid::Uuid::now_v7()));
+    let reported = run_killed_child(test, env, &dir, MOVED_MARK);
     assert_eq!(
         reported.as_deref(),
         Some(CALLS.to_string().as_str()),
         "the child reported its writes before it was killed"
     );
+    dir
+}
 
+/// The index's postings are moved out of the journal by a batch that is not logged: killed
+/// before a flush, the process loses those moves with its memtables, journal deletes
+/// included, and the next open moves every run again from the journal.
+#[test]
+fn postings_moved_but_not_flushed_survive_a_killed_process() {
+    let dir = killed_moved_child(MOVED_TEST_NAME, MOVED_CHILD_ENV, false);
     let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
     // Every write's run was moved, and every move was lost: all of them are moved again.
     assert_eq!(m.stats().journal_replayed, CALLS as u64);
@@ -174,12 +181,7 @@ const FORGET_TEST_NAME: &str = "store_management_leaves_no_unlogged_move_to_repl
 /// open (which would put a forgotten namespace's postings back).
 #[test]
 fn store_management_leaves_no_unlogged_move_to_replay() {
-    if let Ok(dir) = std::env::var(FORGET_CHILD_ENV) {
-        moved_child(&dir, true);
-    }
-    let dir = std::env::temp_dir().join(format!("mnem-durability-forget-{}", uuid::Uuid::now_v7()));
-    let reported = run_killed_child(FORGET_TEST_NAME, FORGET_CHILD_ENV, &dir, MOVED_MARK);
-    assert_eq!(reported.as_deref(), Some(CALLS.to_string().as_str()), "the child reported before it was killed");
+    let dir = killed_moved_child(FORGET_TEST_NAME, FORGET_CHILD_ENV, true);
     let m = Mnem::open(dir.to_str().unwrap(), OpenOptions::default()).unwrap();
     assert_eq!(m.stats().journal_replayed, 0);
     every_moved_event_is_found(&m);
