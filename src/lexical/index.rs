@@ -427,59 +427,36 @@ pub(crate) fn rank(
             total = total.saturating_sub(dl);
         }
     }
+    // Each list is in UUID order, so the lists are merged: a document's postings meet at the
+    // front of the lists together, and no map from document to slot is needed.
     let filtered = filter.episode_type.is_some() || filter.tag.is_some();
-    let mut accepted: HashMap<Uuid, bool> = HashMap::new();
     let nterms = terms.len();
-    let mut slot: HashMap<Uuid, usize> = HashMap::new();
+    let mut heads: Vec<ListHead<'_>> =
+        term_prefixes.iter().zip(lists).map(|(tp, it)| ListHead::new(it, tp.len(), now)).collect::<Result<_>>()?;
     let mut matched: Vec<(Uuid, u64)> = Vec::new();
     let mut tf: Vec<u32> = Vec::new();
     let mut df = vec![0u64; nterms];
-    for (ti, (tp, mut it)) in term_prefixes.iter().zip(lists).enumerate() {
-        while it.valid() {
-            let (k, v) = (it.key().expect("valid iterator"), it.value().expect("valid iterator"));
-            let id = k
-                .get(tp.len()..)
-                .and_then(|b| <[u8; 16]>::try_from(b).ok())
-                .map(Uuid::from_bytes)
-                .ok_or_else(|| Error::corruption("a keyword posting key is malformed"))?;
-            let (f, dl, expiry) = match v.len() {
-                12 | 20 => (
-                    u32::from_le_bytes(v[..4].try_into().expect("4 bytes")),
-                    u64::from_le_bytes(v[4..12].try_into().expect("8 bytes")),
-                    (v.len() == 20).then(|| i64::from_le_bytes(v[12..].try_into().expect("8 bytes"))),
-                ),
-                _ => return Err(Error::corruption("a keyword posting is malformed")),
-            };
-            it.next();
-            if expiry.is_some_and(|e| now >= e) {
-                continue;
+    let mut row = vec![0u32; nterms];
+    while let Some((id, dl)) = heads.iter().filter_map(|h| h.at).min_by_key(|&(id, _)| id) {
+        let ok = !filtered || {
+            let key = keys::index_key(prefix, DOC, id.as_bytes());
+            let d = store
+                .get_cf(snap, Cf::Index, &key)?
+                .ok_or_else(|| Error::corruption("a keyword posting has no document"))?;
+            Doc::decode(&d)?.accepted_by(&filter)
+        };
+        for ((h, f), d) in heads.iter_mut().zip(row.iter_mut()).zip(df.iter_mut()) {
+            *f = 0;
+            if h.at.is_some_and(|(at, _)| at == id) {
+                *f = h.tf;
+                *d += u64::from(ok);
+                h.advance(now)?;
             }
-            if filtered {
-                let ok = match accepted.get(&id) {
-                    Some(&ok) => ok,
-                    None => {
-                        let key = keys::index_key(prefix, DOC, id.as_bytes());
-                        let d = store
-                            .get_cf(snap, Cf::Index, &key)?
-                            .ok_or_else(|| Error::corruption("a keyword posting has no document"))?;
-                        let ok = Doc::decode(&d)?.accepted_by(&filter);
-                        accepted.insert(id, ok);
-                        ok
-                    }
-                };
-                if !ok {
-                    continue;
-                }
-            }
-            df[ti] += 1;
-            let i = *slot.entry(id).or_insert_with(|| {
-                matched.push((id, dl));
-                tf.resize(tf.len() + nterms, 0);
-                matched.len() - 1
-            });
-            tf[i * nterms + ti] = f;
         }
-        it.status()?;
+        if ok {
+            matched.push((id, dl));
+            tf.extend_from_slice(&row);
+        }
     }
     let idfs: Vec<f64> = df.iter().map(|&d| bm25::idf(n, d)).collect();
     let avgdl = bm25::Corpus { records: n, total_len: total }.avgdl();
@@ -489,6 +466,62 @@ pub(crate) fn rank(
         .map(|(i, &(id, dl))| (bm25::score(&idfs, &tf[i * nterms..(i + 1) * nterms], dl, avgdl), id))
         .collect();
     Ok(bm25::top(scored, limit))
+}
+
+/// One term's list in a merge (`rank`): its first unexpired posting not yet taken.
+struct ListHead<'s> {
+    it: StoreIter<'s>,
+    /// The length of the list's prefix (a posting key's UUID follows it).
+    skip: usize,
+    /// The posting's document and its length; `None` once the list is done.
+    at: Option<(Uuid, u64)>,
+    tf: u32,
+}
+
+impl<'s> ListHead<'s> {
+    fn new(it: StoreIter<'s>, skip: usize, now: i64) -> Result<ListHead<'s>> {
+        let mut h = ListHead { it, skip, at: None, tf: 0 };
+        h.read(now)?;
+        Ok(h)
+    }
+
+    /// Step past the posting at the head.
+    fn advance(&mut self, now: i64) -> Result<()> {
+        self.it.next();
+        self.read(now)
+    }
+
+    /// The first unexpired posting from the cursor's position on.
+    fn read(&mut self, now: i64) -> Result<()> {
+        let before = self.at.take().map(|(id, _)| id);
+        while let (Some(k), Some(v)) = (self.it.key(), self.it.value()) {
+            let id = k
+                .get(self.skip..)
+                .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                .map(Uuid::from_bytes)
+                .ok_or_else(|| Error::corruption("a keyword posting key is malformed"))?;
+            // The merge relies on the order; a list out of it is damage, not a ranking.
+            if before.is_some_and(|b| b >= id) {
+                return Err(Error::corruption("a keyword posting list is out of order"));
+            }
+            let (f, dl, expiry) = match v.len() {
+                12 | 20 => (
+                    u32::from_le_bytes(v[..4].try_into().expect("4 bytes")),
+                    u64::from_le_bytes(v[4..12].try_into().expect("8 bytes")),
+                    (v.len() == 20).then(|| i64::from_le_bytes(v[12..].try_into().expect("8 bytes"))),
+                ),
+                _ => return Err(Error::corruption("a keyword posting is malformed")),
+            };
+            if expiry.is_some_and(|e| now >= e) {
+                self.it.next();
+                continue;
+            }
+            self.at = Some((id, dl));
+            self.tf = f;
+            return Ok(());
+        }
+        self.it.status()
+    }
 }
 
 /// The BM25 index among the derived indexes: nothing is held in memory.
@@ -505,5 +538,69 @@ impl DerivedIndex for Bm25Index {
         batch: &mut Batch,
     ) -> Result<()> {
         stage(ctx, staged, batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Status;
+    use crate::store::Cursor;
+
+    /// A list's rows in memory, as a cursor gives them.
+    struct Rows(Vec<(Vec<u8>, Vec<u8>)>, usize);
+
+    impl Cursor for Rows {
+        fn seek(&mut self, target: &[u8]) {
+            self.1 = self.0.partition_point(|(k, _)| k.as_slice() < target);
+        }
+        fn next(&mut self) {
+            self.1 += 1;
+        }
+        fn current(&self) -> Option<(&[u8], &[u8])> {
+            self.0.get(self.1).map(|(k, v)| (k.as_slice(), v.as_slice()))
+        }
+        fn status(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn posting(id: u128, tf: u32, dl: u64, expiry: Option<i64>) -> (Vec<u8>, Vec<u8>) {
+        let mut v = [tf.to_le_bytes().as_slice(), &dl.to_le_bytes()].concat();
+        if let Some(e) = expiry {
+            v.extend(e.to_le_bytes());
+        }
+        ([b"list".as_slice(), Uuid::from_u128(id).as_bytes()].concat(), v)
+    }
+
+    fn heads(rows: Vec<(Vec<u8>, Vec<u8>)>, now: i64) -> Result<Vec<(Uuid, u64, u32)>> {
+        let mut h = ListHead::new(StoreIter::of(Box::new(Rows(rows, 0))), 4, now)?;
+        let mut out = Vec::new();
+        while let Some((id, dl)) = h.at {
+            out.push((id, dl, h.tf));
+            h.advance(now)?;
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn a_list_head_gives_the_unexpired_postings_in_order() {
+        let rows = vec![posting(1, 2, 10, None), posting(2, 1, 5, Some(100)), posting(3, 4, 7, Some(300))];
+        let id = Uuid::from_u128;
+        assert_eq!(heads(rows.clone(), 50).unwrap(), [(id(1), 10, 2), (id(2), 5, 1), (id(3), 7, 4)]);
+        // At its expiry a posting is gone, as the scan has it.
+        assert_eq!(heads(rows, 100).unwrap(), [(id(1), 10, 2), (id(3), 7, 4)]);
+    }
+
+    #[test]
+    fn a_list_out_of_order_or_malformed_is_corruption() {
+        let unordered = vec![posting(2, 1, 5, None), posting(1, 1, 5, None)];
+        let e = heads(unordered, 0).unwrap_err();
+        assert_eq!((e.status, e.message.as_str()), (Status::Corruption, "a keyword posting list is out of order"));
+        let twice = vec![posting(1, 1, 5, None), posting(1, 1, 5, None)];
+        assert_eq!(heads(twice, 0).unwrap_err().status, Status::Corruption);
+        let mut short = posting(1, 1, 5, None);
+        short.1.pop();
+        assert_eq!(heads(vec![short], 0).unwrap_err().status, Status::Corruption);
     }
 }

@@ -788,6 +788,13 @@ pub(crate) struct StoreIter<'s> {
     cursor: Box<dyn Cursor + 's>,
 }
 
+impl<'s> StoreIter<'s> {
+    #[cfg(test)]
+    pub fn of(cursor: Box<dyn Cursor + 's>) -> StoreIter<'s> {
+        StoreIter { cursor }
+    }
+}
+
 impl StoreIter<'_> {
     pub fn seek(&mut self, target: &[u8]) {
         self.cursor.seek(target);
