@@ -11,6 +11,10 @@ found nowhere, a word found once). `--side mnem` runs mnem's side alone (to prof
 calling process: `perf record -g python bench/postgres_keyword_repeat.py 5000 --query ...
 --side mnem`).
 
+`--store PATH_OR_URI` times that store's namespace `bench`/`user` instead (mnem's side
+only; `bench_indexes keyword --n 100000 --keep` leaves one at
+`/tmp/mnem-bench/keyword-store`), to time single queries through the C ABI on any backend.
+
 `--postings` prints instead how many postings each of the 60 queries reads, approximately:
 for each of its distinct words, the texts that hold it (`\w+` runs, lowercased: close to
 the BM25 tokenizer's terms), summed, sorted.
@@ -36,6 +40,7 @@ ap.add_argument("reps", nargs="?", type=int, default=5)
 ap.add_argument("-v", action="store_true", help="list every query")
 ap.add_argument("--query", action="append", help="time only this text (repeatable)")
 ap.add_argument("--side", choices=["both", "mnem"], default="both")
+ap.add_argument("--store", help="time this store (path or URI) instead, mnem's side only")
 ap.add_argument("--postings", action="store_true", help="print each query's postings, approximately")
 a = ap.parse_args()
 
@@ -47,13 +52,13 @@ if a.postings:
         print(f"{n:7d}  {q[:40]}")
     raise SystemExit
 
-server = os.environ["MNEM_PG_URI"]
+server = os.environ.get("MNEM_PG_URI", "") if a.store else os.environ["MNEM_PG_URI"]
 if a.query:
     qs = a.query
 else:
     qs = B.queries(B.load(os.environ.get("CORPUS", "/tmp/pgbench-corpus.jsonl"), 100000), 60)
-store = mnem.Store(B.with_schema(server, "pgbench_kw"))
-conn = B.peer_connect(server) if a.side == "both" else None
+store = mnem.Store(a.store or B.with_schema(server, "pgbench_kw"))
+conn = B.peer_connect(server) if a.side == "both" and not a.store else None
 sql = B.PEER_QUERY.format(schema="pgbench_kw_peer")
 sql_rows = B.PEER_QUERY_ROWS.format(schema="pgbench_kw_peer")
 
