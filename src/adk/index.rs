@@ -445,7 +445,7 @@ pub(crate) fn add_pairs(
     loop {
         let mut docs = Vec::with_capacity(chunk);
         while docs.len() < chunk {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+            let Some((k, v)) = it.current() else { break };
             let doc = Doc::decode(v)?;
             if doc.pairs.is_none() {
                 docs.push((k.to_vec(), doc));

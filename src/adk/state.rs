@@ -135,7 +135,7 @@ impl AdkState<'_> {
         };
         let skip = self.prefix.len() + 1;
         let mut it = self.store.prefix_iter(self.snap, Cf::Adk, &prefix, &start);
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+        while let Some((k, v)) = it.current() {
             let (p, seq) = parse_order_suffix(&k[skip..]).ok_or_else(malformed_order)?;
             let id = <[u8; 16]>::try_from(v).map_err(|_| malformed_order())?;
             if !f(p, seq, Uuid::from_bytes(id))? {

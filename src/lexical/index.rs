@@ -364,7 +364,7 @@ fn expired(store: &Store, snap: &Snapshot<'_>, prefix: &[u8], now: i64, limit: u
 fn expired_in(mut it: StoreIter<'_>, skip: usize, now: i64, limit: usize) -> Result<Vec<(Uuid, Vec<u8>)>> {
     let bound = expiry_sortable(now);
     let mut out = Vec::new();
-    while let (Some(k), Some(v)) = (it.key(), it.value()) {
+    while let Some((k, v)) = it.current() {
         let k = &k[skip..];
         if k.len() != 24 {
             return Err(Error::corruption("a keyword index expiry key is malformed"));
@@ -408,10 +408,10 @@ pub(crate) fn rank(
     let counter_it = lists.next().expect("one cursor per prefix");
     let expiring_it = lists.next().expect("one cursor per prefix");
     // Corpus statistics: the counters, less the expired documents still indexed.
-    let (mut n, mut total) = match (counter_it.key(), counter_it.value()) {
-        (Some(k), Some(v)) if k == counter.as_slice() => decode_counter(v)?,
-        (Some(_), _) => return Err(Error::corruption("a keyword index counter key is malformed")),
-        _ => {
+    let (mut n, mut total) = match counter_it.current() {
+        Some((k, v)) if k == counter.as_slice() => decode_counter(v)?,
+        Some(_) => return Err(Error::corruption("a keyword index counter key is malformed")),
+        None => {
             counter_it.status()?;
             (0, 0)
         }
@@ -494,7 +494,7 @@ impl<'s> ListHead<'s> {
     /// The first unexpired posting from the cursor's position on.
     fn read(&mut self, now: i64) -> Result<()> {
         let before = self.at.take().map(|(id, _)| id);
-        while let (Some(k), Some(v)) = (self.it.key(), self.it.value()) {
+        while let Some((k, v)) = self.it.current() {
             let id = k
                 .get(self.skip..)
                 .and_then(|b| <[u8; 16]>::try_from(b).ok())

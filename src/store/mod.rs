@@ -816,6 +816,12 @@ impl StoreIter<'_> {
         self.cursor.current().map(|(_, v)| v)
     }
 
+    /// The key and the value together: one look at the cursor, where `key` and `value`
+    /// take one each (a loop over many keys reads them at every step).
+    pub fn current(&self) -> Option<(&[u8], &[u8])> {
+        self.cursor.current()
+    }
+
     pub fn status(&self) -> Result<()> {
         self.cursor.status()
     }

@@ -422,10 +422,7 @@ impl Cursor for RocksCursor<'_> {
         if let Some(c) = self.overlay.as_ref().and_then(|o| o.current) {
             return Some(c);
         }
-        match (self.base.key(), self.base.value()) {
-            (Some(k), Some(v)) => Some((k, v)),
-            _ => None,
-        }
+        self.base.item()
     }
 
     fn status(&self) -> Result<()> {

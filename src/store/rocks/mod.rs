@@ -135,7 +135,7 @@ impl Backend for RocksBackend {
         ro.fill_cache(false);
         let mut it = self.rocks.db.raw_iterator_cf_opt(self.rocks.cf(cf), ro);
         it.seek_to_first();
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+        while let Some((k, v)) = it.item() {
             if cf == Cf::Meta && k.starts_with(deferred::JOURNAL_PREFIX) {
                 for op in RunOps::new(v) {
                     op.map_err(|e| e.context(format!("journal entry {}", String::from_utf8_lossy(k))))?;
