@@ -20,7 +20,12 @@ statements; the layouts take turns, `--rounds` times. Layouts:
 - `int8`: `ns` a 64-bit digest of the namespace prefix (first 8 bytes of its MD5), `key`
   whole;
 - `key_ns`: primary key `(key, ns)`;
-- `key`: primary key `(key)` alone (not distributable by namespace: a bound).
+- `key`: primary key `(key)` alone (not distributable by namespace: a bound);
+- `hash4`, `hash8`: `shipped`, partitioned by the hash of `ns` into 4 or 8 tables (each
+  its own heap, primary key and relation extension lock).
+
+With `--by-namespace`, each writer gets the rows of one namespace (as in the ingest, where
+each writer process writes its own), instead of statements that mix them.
 
 Prints, per layout and round, rows per second and the table's and index's sizes, then one
 JSON line of the medians.
@@ -45,7 +50,10 @@ LAYOUTS = {
     "int8": ("int8", "PRIMARY KEY (ns, key) INCLUDE (value)"),
     "key_ns": ("bytea", "PRIMARY KEY (key, ns) INCLUDE (value)"),
     "key": ("bytea", "PRIMARY KEY (key) INCLUDE (value)"),
+    "hash4": ("bytea", "PRIMARY KEY (ns, key) INCLUDE (value)"),
+    "hash8": ("bytea", "PRIMARY KEY (ns, key) INCLUDE (value)"),
 }
+PARTITIONS = {"hash4": 4, "hash8": 8}
 
 
 def connect():
@@ -77,18 +85,32 @@ def writer(layout, batches, start, end):
         end.wait()
 
 
-def run(layout, rows):
+def run(layout, rows, by_namespace):
     ns_type, key = LAYOUTS[layout]
+    parts = PARTITIONS.get(layout)
     with connect() as c:
         c.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
         c.execute(f"DROP TABLE IF EXISTS {SCHEMA}.{layout}")
         c.execute(f"CREATE TABLE {SCHEMA}.{layout} (ns {ns_type} NOT NULL, key bytea NOT NULL, "
-                  f"value bytea NOT NULL, {key})")
+                  f"value bytea NOT NULL, {key})" + (" PARTITION BY HASH (ns)" if parts else ""))
+        for i in range(parts or 0):
+            c.execute(f"CREATE TABLE {SCHEMA}.{layout}_{i} PARTITION OF {SCHEMA}.{layout} "
+                      f"FOR VALUES WITH (MODULUS {parts}, REMAINDER {i})")
     mine = rows_for(layout, rows)
-    batches = [mine[i:i + BATCH] for i in range(0, len(mine), BATCH)]
+    if by_namespace:
+        # One namespace's statements to each writer, in turn: writer i gets namespace i's.
+        names = sorted({r[0] for r in mine})
+        own = {n: [r for r in mine if r[0] == n] for n in names}
+        batches = [[] for _ in range(WRITERS)]
+        for i, n in enumerate(names):
+            batches[i % WRITERS].extend(own[n][j:j + BATCH] for j in range(0, len(own[n]), BATCH))
+        dealt = batches
+    else:
+        batches = [mine[i:i + BATCH] for i in range(0, len(mine), BATCH)]
+        dealt = [batches[i::WRITERS] for i in range(WRITERS)]
     ctx = mp.get_context("fork")
     start, end = ctx.Barrier(WRITERS + 1), ctx.Barrier(WRITERS + 1)
-    procs = [ctx.Process(target=writer, args=(layout, batches[i::WRITERS], start, end)) for i in range(WRITERS)]
+    procs = [ctx.Process(target=writer, args=(layout, dealt[i], start, end)) for i in range(WRITERS)]
     for p in procs:
         p.start()
     start.wait()
@@ -99,8 +121,11 @@ def run(layout, rows):
         p.join()
         assert p.exitcode == 0, f"a writer of {layout} failed"
     with connect() as c:
-        heap, index = c.execute(f"SELECT pg_relation_size('{SCHEMA}.{layout}'), "
-                                f"pg_indexes_size('{SCHEMA}.{layout}')").fetchone()
+        # A partitioned table's sizes are its partitions' (the tree is empty for a plain one).
+        t = f"'{SCHEMA}.{layout}'::regclass"
+        heap, index = c.execute(f"SELECT coalesce(sum(pg_relation_size(relid)), pg_relation_size({t}))::int8, "
+                                f"coalesce(sum(pg_indexes_size(relid)), pg_indexes_size({t}))::int8 "
+                                f"FROM pg_partition_tree({t})").fetchone()
         c.execute(f"DROP TABLE {SCHEMA}.{layout}")
     return len(mine) / wall, heap >> 20, index >> 20
 
@@ -110,6 +135,7 @@ def main():
     ap.add_argument("--rows", type=int, default=1_200_000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--by-namespace", action="store_true", help="each writer its own namespace's rows")
     a = ap.parse_args()
     layouts = a.layouts.split(",")
     with connect() as c:
@@ -122,7 +148,7 @@ def main():
     results = {name: [] for name in layouts}
     for r in range(a.rounds):
         for name in layouts:
-            rate, heap, index = run(name, rows)
+            rate, heap, index = run(name, rows, a.by_namespace)
             results[name].append(rate)
             print(f"round {r + 1} {name:8s} {rate:10,.0f} rows/s  table {heap} MiB  index {index} MiB", flush=True)
     base = statistics.median(results[layouts[0]])
