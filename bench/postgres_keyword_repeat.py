@@ -52,13 +52,12 @@ if a.postings:
         print(f"{n:7d}  {q[:40]}")
     raise SystemExit
 
-server = os.environ.get("MNEM_PG_URI", "") if a.store else os.environ["MNEM_PG_URI"]
 if a.query:
     qs = a.query
 else:
     qs = B.queries(B.load(os.environ.get("CORPUS", "/tmp/pgbench-corpus.jsonl"), 100000), 60)
-store = mnem.Store(a.store or B.with_schema(server, "pgbench_kw"))
-conn = B.peer_connect(server) if a.side == "both" and not a.store else None
+store = mnem.Store(a.store or B.with_schema(os.environ["MNEM_PG_URI"], "pgbench_kw"))
+conn = B.peer_connect(os.environ["MNEM_PG_URI"]) if a.side == "both" and not a.store else None
 sql = B.PEER_QUERY.format(schema="pgbench_kw_peer")
 sql_rows = B.PEER_QUERY_ROWS.format(schema="pgbench_kw_peer")
 
